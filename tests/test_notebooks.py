@@ -1,0 +1,17 @@
+"""Every notebook under nbs/ (not runs/, not scratch `_*`) runs as one pytest case; cells flagged
+`gpu` or `slow` are skipped (set PROPOSAL_NB_RUN_SLOW=1 to run the `slow` ones too)."""
+import os
+from pathlib import Path
+
+import pytest
+from nbdev.test import test_nb
+
+NBS = Path(__file__).resolve().parents[1] / "nbs"
+NOTEBOOKS = sorted(p for p in NBS.glob("*.ipynb") if not p.name.startswith("_"))
+SKIP = ["gpu"] + ([] if os.environ.get("PROPOSAL_NB_RUN_SLOW") else ["slow"])
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook(nb):
+    ok, secs = test_nb(nb, skip_flags=SKIP, showerr=True)
+    assert ok, f"{nb.name} failed after {secs:.1f}s (traceback above)"

@@ -1,0 +1,58 @@
+"""Project invariants: README in sync with index.ipynb and its two commands, CI calling the README's test
+command, nbdev-clean keeping the papermill tag, and proposal_nb/ being exactly what the notebooks export."""
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+from make_readme import render  # noqa: E402
+
+
+def quick_start_commands():
+    text = (ROOT / "README.md").read_text()
+    block = re.search(r"## Quick start.*?```sh\n(.*?)```", text, re.S).group(1)
+    return [l.split("#")[0].strip() for l in block.splitlines() if l.split("#")[0].strip()]
+
+
+def test_readme_is_generated_from_index():
+    assert (ROOT / "README.md").read_text() == render(), "run .venv/bin/python scripts/make_readme.py"
+
+
+def test_readme_has_exactly_two_commands_and_ci_runs_the_test_one():
+    cmds = quick_start_commands()
+    assert len(cmds) == 2, cmds
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert cmds[1] in [l.strip() for l in ci], f"{cmds[1]!r} not called by .ci/run"
+    for c in cmds: assert (ROOT / c.split()[1]).exists(), c
+
+
+def test_nbdev_clean_keeps_parameters_tag(tmp_path):
+    from nbdev.clean import clean_nb
+    from nbdev.config import get_config
+    cfg = get_config(ROOT)
+    for nb_path in sorted((ROOT / "nbs" / "runs").glob("*.ipynb")):
+        nb = nbformat.read(nb_path, as_version=4)
+        clean_nb(nb, allowed_cell_metadata_keys=cfg.allowed_cell_metadata_keys)
+        tags = [t for c in nb.cells for t in c.get("metadata", {}).get("tags", [])]
+        assert tags.count("parameters") == 1, f"{nb_path.name}: {tags}"
+
+
+def test_library_is_what_the_notebooks_export(tmp_path):
+    import shutil
+    shutil.copytree(ROOT / "nbs", tmp_path / "nbs", ignore=shutil.ignore_patterns("runs", ".ipynb_checkpoints"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    (tmp_path / "proposal_nb").mkdir()
+    shutil.copy(ROOT / "proposal_nb" / "__init__.py", tmp_path / "proposal_nb")
+    subprocess.run([sys.executable, "-c", "from nbdev.doclinks import nbdev_export; nbdev_export.__wrapped__()"],
+                   cwd=tmp_path, check=True)
+    fresh = {p.relative_to(tmp_path / "proposal_nb") for p in (tmp_path / "proposal_nb").rglob("*.py")}
+    mine = {p.relative_to(ROOT / "proposal_nb") for p in (ROOT / "proposal_nb").rglob("*.py")}
+    assert fresh == mine, f"modules differ: only exported {sorted(fresh - mine)}, only in proposal_nb/ {sorted(mine - fresh)}"
+    for rel in sorted(fresh - {Path("_modidx.py")}):
+        assert (ROOT / "proposal_nb" / rel).read_text() == (tmp_path / "proposal_nb" / rel).read_text(), \
+            f"proposal_nb/{rel} differs from its notebook: run nbdev-export"
