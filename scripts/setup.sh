@@ -4,7 +4,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
-pip() { .venv/bin/python -m pip --disable-pip-version-check -q "$@"; }
+# (the local package index here prints a "Location ... is ignored" line per package: drop those)
+pip() { .venv/bin/python -m pip --disable-pip-version-check -q "$@" 2> >(grep -v "^WARNING: Location" >&2); }
 # The CPU wheel of torch first, so no dependency range can pull a multi-GB CUDA build.
 .venv/bin/python -c "import torch" 2>/dev/null || pip install "torch==${TORCH_VERSION:-2.13.0}"
 pip install -e ".[dev]"

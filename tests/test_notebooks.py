@@ -4,7 +4,7 @@ import os
 from pathlib import Path
 
 import pytest
-from nbdev.test import test_nb
+import nbdev.test as nbdev_test
 
 NBS = Path(__file__).resolve().parents[1] / "nbs"
 NOTEBOOKS = sorted(p for p in NBS.glob("*.ipynb") if not p.name.startswith("_"))
@@ -13,5 +13,5 @@ SKIP = ["gpu"] + ([] if os.environ.get("PROPOSAL_NB_RUN_SLOW") else ["slow"])
 
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook(nb):
-    ok, secs = test_nb(nb, skip_flags=SKIP, showerr=True)
+    ok, secs = nbdev_test.test_nb(nb, skip_flags=SKIP, showerr=True)
     assert ok, f"{nb.name} failed after {secs:.1f}s (traceback above)"
