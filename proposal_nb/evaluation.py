@@ -207,7 +207,7 @@ class Evaluation(NamedTuple):
     arrays: DrawArrays         # the dense draws
 
 def evaluate(df:pd.DataFrame, # draw table (DRAW_COLUMNS)
-             ks:Sequence[int]=(1, 10, 50), # pass@k budgets
+             ks:Sequence[int]|None=None, # pass@k budgets (default: those of 1, 10, 50 that are <= R*M)
              n_boot:int=2000, # bootstrap resamples
              level:float=0.95, # CI coverage
              seed:int=0, # seed of the bootstrap
@@ -217,6 +217,8 @@ def evaluate(df:pd.DataFrame, # draw table (DRAW_COLUMNS)
     "Macro metrics per checkpoint with prompt-bootstrap CIs and all paired checkpoint differences."
     if validate: validate_draws(df)
     A = draw_arrays(df, checkpoints)
+    n = A.valid.shape[-1] * A.valid.shape[-2]
+    if ks is None: ks = [k for k in (1, 10, 50) if k <= n]
     names = metric_names(ks)
     V = prompt_metrics(A.valid, A.correct, A.logw, ks)                        # [P, C, K]
     P, C, K = V.shape

@@ -103,6 +103,8 @@ def is_health(logw:np.ndarray, # [P, C, R, M] log r p / q of the proposal's own 
     return dict(zhat=np.exp(log_zhat), log_zhat=log_zhat, log_zhat_runs=log_runs, ess_per_m=ess, khat=khat)
 
 # %% ../nbs/32_report_card.ipynb #c021
+def _log(x): return np.log(x, where=x > 0, out=np.full(np.shape(x), -np.inf))
+
 class ReportCard(NamedTuple):
     "The card: one row per checkpoint, the per-prompt values behind it."
     table: pd.DataFrame       # one row per checkpoint
@@ -143,7 +145,7 @@ def report_card(draws:pd.DataFrame, # proposal draws of every checkpoint (DRAW_C
     per = pd.DataFrame(dict(prompt_id=np.repeat(A.prompts, C), checkpoint=np.tile(np.asarray(A.checkpoints, object), P),
                             **{k: v.ravel() for k, v in h.items()}, a_hat=kl.a_hat.ravel(), neg_log_z=kl.neg_log_z.ravel(),
                             kl=kl.kl.ravel(), kl_upper=kl.kl_upper.ravel(), n_exact=kl.n_exact.ravel(),
-                            gaps_used=kl.gaps_used.ravel(), log_z_base=np.log(kl.n_exact / n_base).ravel()))
+                            gaps_used=kl.gaps_used.ravel(), log_z_base=_log(kl.n_exact / n_base).ravel()))
     has = kl.n_exact[:, 0] > 0                                                   # prompts with exact samples
     cnt = bootstrap_counts(int(has.sum()), n_boot, np.random.default_rng(seed + 1))
     kl_lo, kl_hi = percentile_ci(bootstrap_means(kl.kl[has], cnt), level) if has.any() else (np.full(C, np.nan),) * 2
