@@ -11,11 +11,11 @@ import pandas as pd
 from scipy.special import gammaln
 
 # %% auto #0
-__all__ = ['DRAW_COLUMNS', 'TAG_COLUMNS', 'BASE_COLUMNS', 'validate_draws', 'DrawArrays', 'draw_arrays', 'snis_run', 'pass_at_k',
-           'metric_names', 'prompt_metrics', 'bootstrap_counts', 'bootstrap_means', 'percentile_ci', 'Evaluation',
-           'evaluate', 'prompt_rates', 'Skyline', 'skyline', 'SyntheticSpec', 'sample_prompt_rates',
-           'proposal_validity', 'ess_table', 'synthetic_truth', 'Synthetic', 'synthetic_arrays', 'synthetic_draws',
-           'population_truth', 'coverage_check', 'bench_evaluation', 'plot_metrics', 'plot_paired']
+__all__ = ['DRAW_COLUMNS', 'TAG_COLUMNS', 'BASE_COLUMNS', 'validate_draws', 'load_draws', 'DrawArrays', 'draw_arrays', 'snis_run',
+           'pass_at_k', 'metric_names', 'prompt_metrics', 'distinct_share', 'bootstrap_counts', 'bootstrap_means',
+           'percentile_ci', 'Evaluation', 'evaluate', 'prompt_rates', 'Skyline', 'skyline', 'SyntheticSpec',
+           'sample_prompt_rates', 'proposal_validity', 'ess_table', 'synthetic_truth', 'Synthetic', 'synthetic_arrays',
+           'synthetic_draws', 'population_truth', 'coverage_check', 'bench_evaluation', 'plot_metrics', 'plot_paired']
 
 # %% ../nbs/30_evaluation.ipynb #c005
 DRAW_COLUMNS = {  # name: (kind, meaning) of every required column of a draw table
@@ -85,6 +85,19 @@ def validate_draws(df:pd.DataFrame, # a draw table (one row per prompt x checkpo
     return df
 
 # %% ../nbs/30_evaluation.ipynb #c011
+def load_draws(path, # parquet, csv or jsonl file of a draw table
+               columns:Sequence[str]|None=None, # required columns (default: all of DRAW_COLUMNS)
+              )->pd.DataFrame:
+    "Read a saved draw table and validate it; errors name the file."
+    from pathlib import Path
+    p = Path(path)
+    readers = {".parquet": pd.read_parquet, ".csv": pd.read_csv, ".jsonl": lambda f: pd.read_json(f, lines=True)}
+    if p.suffix not in readers: raise ValueError(f"{p}: unknown table format {p.suffix!r}; use {list(readers)}")
+    df = readers[p.suffix](p)
+    try: return validate_draws(df, columns)
+    except ValueError as e: raise ValueError(f"{p}: {e}") from None
+
+# %% ../nbs/30_evaluation.ipynb #c014
 class DrawArrays(NamedTuple):
     "A draw table as dense arrays of shape [P, C, R, M]."
     prompts: np.ndarray      # [P] prompt ids
@@ -96,6 +109,7 @@ class DrawArrays(NamedTuple):
     logq: np.ndarray
     logr: np.ndarray
     length: np.ndarray
+    hash_code: np.ndarray    # text_hash as integer codes (equal texts, equal codes)
     tags: pd.DataFrame       # per-prompt tag columns (index prompt_id), possibly without columns
 
 def draw_arrays(df:pd.DataFrame, # a validated draw table
@@ -124,10 +138,11 @@ def draw_arrays(df:pd.DataFrame, # a validated draw table
     logp, logq, logr = grid("logp"), grid("logq"), grid("logr")
     tagcols = [c for c in TAG_COLUMNS if c in df.columns]
     tags = df[["prompt_id", *tagcols]].drop_duplicates("prompt_id").set_index("prompt_id").reindex(prompts)
+    hc = np.empty(P * C * R * M); hc[flat] = pd.factorize(df["text_hash"])[0]
     return DrawArrays(np.asarray(prompts), ckpts, grid("valid"), grid("correct"), logp + logr - logq,
-                      logp, logq, logr, grid("length"), tags)
+                      logp, logq, logr, grid("length"), hc.reshape(P, C, R, M), tags)
 
-# %% ../nbs/30_evaluation.ipynb #c014
+# %% ../nbs/30_evaluation.ipynb #c017
 def snis_run(logw:np.ndarray, # [..., M] log-weights of one run's particles (-inf: weight 0)
              correct:np.ndarray, # [..., M] 0/1 (or any value to average)
             )->tuple[np.ndarray, np.ndarray]:
@@ -139,7 +154,7 @@ def snis_run(logw:np.ndarray, # [..., M] log-weights of one run's particles (-in
     ess = np.where(ok, sw * sw / np.where(ok, (w * w).sum(-1), 1.0), 0.0)
     return acc, ess
 
-# %% ../nbs/30_evaluation.ipynb #c019
+# %% ../nbs/30_evaluation.ipynb #c022
 def pass_at_k(n:np.ndarray, # draws per prompt
               c:np.ndarray, # correct draws per prompt
               k:int, # budget k <= n
@@ -151,7 +166,7 @@ def pass_at_k(n:np.ndarray, # draws per prompt
     logratio = gammaln(f + 1) - gammaln(np.maximum(f - k, 0) + 1) - gammaln(n + 1) + gammaln(n - k + 1)
     return np.where(f < k, 1.0, 1.0 - np.exp(logratio))
 
-# %% ../nbs/30_evaluation.ipynb #c023
+# %% ../nbs/30_evaluation.ipynb #c026
 def metric_names(ks:Sequence[int]=(1, 10, 50))->list[str]:
     "Names of the per-prompt metrics, in the order `prompt_metrics` returns them."
     return ["wacc", "wacc_cap1", "wacc_reject", "pass1", "validity", *[f"pass@{k}" for k in ks if k > 1],
@@ -173,7 +188,17 @@ def prompt_metrics(valid:np.ndarray, # [..., R, M] potential r
             ess.mean(-1) / M, (valid.max(-1) <= 0).mean(-1)]
     return np.stack(cols, -1)
 
-# %% ../nbs/30_evaluation.ipynb #c026
+# %% ../nbs/30_evaluation.ipynb #c029
+def distinct_share(codes:np.ndarray, # [..., n] integer code of each draw's text
+                   valid:np.ndarray, # [..., n] potential r (a draw counts when r > 0)
+                  )->np.ndarray:
+    "Distinct texts among valid draws / number of valid draws, over the last axis (0 when none is valid)."
+    x = np.sort(np.where(valid > 0, codes, -1), -1)
+    new = (x >= 0) & np.concatenate([np.ones(x.shape[:-1] + (1,), bool), x[..., 1:] != x[..., :-1]], -1)
+    nv = (valid > 0).sum(-1)
+    return np.where(nv > 0, new.sum(-1) / np.maximum(nv, 1), 0.0)
+
+# %% ../nbs/30_evaluation.ipynb #c032
 def bootstrap_counts(n:int, # number of prompts
                      n_boot:int, # resamples B
                      rng:np.random.Generator, # source of randomness
@@ -185,8 +210,11 @@ def bootstrap_counts(n:int, # number of prompts
 def bootstrap_means(values:np.ndarray, # [..., P, F] per-prompt values
                     counts:np.ndarray, # [B, P] from bootstrap_counts
                    )->np.ndarray:
-    "Bootstrap macro means [..., B, F]."
-    return np.matmul(counts.astype(values.dtype), values) / counts.shape[1]
+    "Bootstrap macro means [..., B, F] (one matrix product for all leading dimensions)."
+    *lead, P, F = values.shape
+    flat = np.moveaxis(values, -2, 0).reshape(P, -1)                         # [P, (...)·F]
+    out = (counts.astype(values.dtype) @ flat / P).reshape(len(counts), *lead, F)
+    return np.moveaxis(out, 0, -2)
 
 def percentile_ci(boot:np.ndarray, # [..., B, F] bootstrap statistics
                   level:float=0.95, # coverage of the interval
@@ -196,7 +224,7 @@ def percentile_ci(boot:np.ndarray, # [..., B, F] bootstrap statistics
     lo, hi = np.quantile(boot, [a, 1 - a], axis=-2)
     return lo, hi
 
-# %% ../nbs/30_evaluation.ipynb #c029
+# %% ../nbs/30_evaluation.ipynb #c035
 class Evaluation(NamedTuple):
     "Result of `evaluate`."
     per_prompt: pd.DataFrame   # one row per prompt x checkpoint, one column per metric (+ tags)
@@ -219,8 +247,10 @@ def evaluate(df:pd.DataFrame, # draw table (DRAW_COLUMNS)
     A = draw_arrays(df, checkpoints)
     n = A.valid.shape[-1] * A.valid.shape[-2]
     if ks is None: ks = [k for k in (1, 10, 50) if k <= n]
-    names = metric_names(ks)
-    V = prompt_metrics(A.valid, A.correct, A.logw, ks)                        # [P, C, K]
+    names = metric_names(ks) + ["distinct"]
+    P, C = A.valid.shape[:2]
+    V = np.concatenate([prompt_metrics(A.valid, A.correct, A.logw, ks),
+                        distinct_share(A.hash_code.reshape(P, C, -1), A.valid.reshape(P, C, -1))[..., None]], -1)  # [P, C, K]
     P, C, K = V.shape
     boot = bootstrap_means(V.reshape(P, C * K), bootstrap_counts(P, n_boot, np.random.default_rng(seed)))
     boot = boot.reshape(n_boot, C, K)
@@ -240,7 +270,7 @@ def evaluate(df:pd.DataFrame, # draw table (DRAW_COLUMNS)
     if A.tags.shape[1]: per = per.join(A.tags, on="prompt_id")
     return Evaluation(per, summary, paired, V, names, A)
 
-# %% ../nbs/30_evaluation.ipynb #c031
+# %% ../nbs/30_evaluation.ipynb #c037
 BASE_COLUMNS = ["prompt_id", "draw", "valid", "correct"]  # minimum columns of a base-rollout table
 
 def prompt_rates(base:pd.DataFrame, # base rollouts: BASE_COLUMNS (+ optional tags)
@@ -276,7 +306,7 @@ def skyline(rates:pd.DataFrame, # from prompt_rates
     tot = V[:, 2].sum()
     return Skyline(V[:, 0].mean(), lo[0], hi[0], V[:, 1].sum() / tot if tot > 0 else 0.0, lo[1], hi[1])
 
-# %% ../nbs/30_evaluation.ipynb #c034
+# %% ../nbs/30_evaluation.ipynb #c040
 class SyntheticSpec(NamedTuple):
     "Checkpoints of a synthetic experiment: validity gains (logit scale) and log-weight spreads."
     names: tuple = ("base", "step250", "step500", "step750")   # checkpoint names
@@ -309,7 +339,7 @@ def ess_table(sigma:float, # log-normal spread of the weights
         f[n] = (w.sum(1) ** 2 / (w * w).sum(1)).mean()
     return f
 
-# %% ../nbs/30_evaluation.ipynb #c036
+# %% ../nbs/30_evaluation.ipynb #c042
 def synthetic_truth(z:np.ndarray, # [P] prior validity
                     s:np.ndarray, # [P] P(correct | valid)
                     spec:SyntheticSpec, # checkpoints
@@ -409,7 +439,7 @@ def synthetic_draws(n_prompts:int=301, # prompts P
     prompts = pd.DataFrame(dict(prompt_id=ids, z=z, s=s, split=split, library=library))
     return Synthetic(draws_df, pd.concat(frames, ignore_index=True), prompts, synthetic_truth(z, s, spec, M, ks), kl)
 
-# %% ../nbs/30_evaluation.ipynb #c040
+# %% ../nbs/30_evaluation.ipynb #c046
 def population_truth(spec:SyntheticSpec, # checkpoints
                      M:int, # draws per run
                      ks:Sequence[int]=(1, 10, 50), # pass@k budgets
@@ -463,7 +493,7 @@ def coverage_check(reps:int=400, # seeded replications
              + ["skyline", "pooled"]
     return pd.Series(np.concatenate(hits).mean(0), index=labels)
 
-# %% ../nbs/30_evaluation.ipynb #c045
+# %% ../nbs/30_evaluation.ipynb #c051
 def bench_evaluation(n_prompts:int=301, # prompts
                      n_checkpoints:int=10, # checkpoints
                      runs:int=5, # runs per prompt and checkpoint
@@ -480,7 +510,7 @@ def bench_evaluation(n_prompts:int=301, # prompts
     ev = evaluate(df, n_boot=n_boot)
     return time.perf_counter() - t, ev
 
-# %% ../nbs/30_evaluation.ipynb #c048
+# %% ../nbs/30_evaluation.ipynb #c054
 def plot_metrics(summary:pd.DataFrame, # Evaluation.summary
                  metrics:Sequence[str]=("wacc", "pass1", "validity"), # metrics to draw
                  skyline:float|None=None, # optional horizontal reference line
