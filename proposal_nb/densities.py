@@ -125,20 +125,26 @@ def completion_logits(model, # a causal LM (a PeftModel too)
     out = model(input_ids=ids.to(dev), attention_mask=am.to(dev), position_ids=pos.to(dev), logits_to_keep=n_targets, use_cache=False)
     return out.logits[:, -n_targets:]
 
-def _token_logprobs(logits, tgt, tm, config, seen, tol):
-    "Per-token log-probs of `tgt` under `config` (0 at padding)."
+def _token_logprobs(logits, tgt, tm, config, seen, tol, keep_all=False):
+    "Per-token log-probs of `tgt` under `config` (0 at padding), and optionally the whole [B, T, V] table."
     tgt, tm = tgt.to(logits.device), tm.to(logits.device)
+    seen = None if seen is None else seen.to(logits.device)
     if config.is_plain: lp = logits.float().log_softmax(-1)
-    else: lp = config.logprobs(logits, None if seen is None else seen.to(logits.device), tol)
+    else: lp = config.logprobs(logits, seen, 0.0)
     tok = lp.gather(-1, tgt[..., None])[..., 0]
-    return torch.where(tm, tok, torch.zeros_like(tok))
+    miss = tok.isinf() & tm
+    if tol > 0 and miss.any():   # drawn, yet just outside the strict kept set: score it with the loosened set
+        loose = config.logprobs(logits[miss], None if seen is None else seen[miss], tol)
+        tok = tok.masked_scatter(miss, loose.gather(-1, tgt[miss][:, None])[:, 0])
+    tok = torch.where(tm, tok, torch.zeros_like(tok))
+    return (tok, lp) if keep_all else tok
 
 # %% ../nbs/24_densities.ipynb #c020
 def completion_token_logprobs(model, # a causal LM
                               prompt_ids:Sequence[Sequence[int]], # token ids of each prompt
                               completion_ids:Sequence[Sequence[int]], # token ids of each completion
                               config:DecodingConfig=DecodingConfig(), # the sampler's decoding config
-                              tol:float=1e-6, # boundary tolerance of the kept set
+                              tol:float=1e-6, # boundary tolerance, used only for drawn tokens outside the strict kept set
                               batch_size:int=8, # rows per forward pass
                              )->tuple[torch.Tensor, torch.Tensor]: # ([B, T] log-probs, 0 at padding; [B, T] mask)
     "Per-token log-probs of each completion given its prompt, under `config`."
@@ -164,7 +170,7 @@ def completion_logprobs(model, # a causal LM
     "log p_config(y|x) of each completion, summed over its tokens only."
     return completion_token_logprobs(model, prompt_ids, completion_ids, config, tol, batch_size)[0].sum(-1)
 
-# %% ../nbs/24_densities.ipynb #c024
+# %% ../nbs/24_densities.ipynb #c026
 def enumerate_completions(vocab:int, # vocabulary size
                           eos:int, # the stop token
                           max_len:int, # longest completion
@@ -176,7 +182,7 @@ def enumerate_completions(vocab:int, # vocabulary size
         out += [list(s) + [eos] for s in itertools.product(others, repeat=n)]
     return out + [list(s) for s in itertools.product(others, repeat=max_len)]
 
-# %% ../nbs/24_densities.ipynb #c028
+# %% ../nbs/24_densities.ipynb #c030
 def score_pq(peft_model, # a PeftModel: adapter on = q, off = p
              prompt_ids:Sequence[Sequence[int]], # token ids of each prompt
              completion_ids:Sequence[Sequence[int]], # token ids of each completion
@@ -197,11 +203,11 @@ def score_pq(peft_model, # a PeftModel: adapter on = q, off = p
         need_seen = prior_config.repetition_penalty != 1 or proposal_config.repetition_penalty != 1
         seen = seen_masks(P[s:s+batch_size], tgt, tm, V) if need_seen else None
         with torch.no_grad():
-            p_all = prior_config.logprobs(pl, None if seen is None else seen.to(pl.device), tol)
-            lp.append(torch.where(tm.to(pl.device), p_all.gather(-1, tgt.to(pl.device)[..., None])[..., 0], 0.).sum(-1))
+            tok, p_all = _token_logprobs(pl, tgt, tm, prior_config, seen, tol, keep_all=True)
+            lp.append(tok.sum(-1))
         ql = completion_logits(peft_model, ids, am, pos, tgt.shape[1])
         if nucleus:
-            q_all = proposal_config.logprobs(ql, None if seen is None else seen.to(ql.device), tol)
+            q_all = proposal_config.logprobs(ql, None if seen is None else seen.to(ql.device))
             q_all = q_all.masked_fill(p_all.isinf(), -math.inf).log_softmax(-1)
             tok = q_all.gather(-1, tgt.to(ql.device)[..., None])[..., 0]
             lq.append(torch.where(tm.to(ql.device), tok, torch.zeros_like(tok)).sum(-1))

@@ -206,9 +206,10 @@ def vllm_cpu_env(root:str|Path=".cache/vllm"):
     "Environment defaults for vLLM on CPU: caches inside the workspace, a small KV cache, both cores for work."
     root = Path(root).resolve()
     for k, v in dict(VLLM_CACHE_ROOT=root/"vllm", TORCHINDUCTOR_CACHE_DIR=root/"inductor", XDG_CACHE_HOME=root/"xdg",
-                     VLLM_RPC_BASE_PATH=root/"rpc", VLLM_CPU_KVCACHE_SPACE="1", VLLM_CPU_NUM_OF_RESERVED_CPU="0").items():
+                     VLLM_RPC_BASE_PATH=root/"rpc", VLLM_CPU_KVCACHE_SPACE="1", VLLM_CPU_NUM_OF_RESERVED_CPU="0",
+                     VLLM_ENABLE_V1_MULTIPROCESSING="0").items():   # in-process engine: works in notebooks and pytest
         os.environ.setdefault(k, str(v))
-        if k != "VLLM_CPU_KVCACHE_SPACE" and k != "VLLM_CPU_NUM_OF_RESERVED_CPU": Path(v).mkdir(parents=True, exist_ok=True)
+        if isinstance(v, Path): v.mkdir(parents=True, exist_ok=True)
 
 class VLLMGenerator:
     "Sampling with vLLM's offline engine, same interface as `HFGenerator`; adapters as LoRA requests."
@@ -246,11 +247,13 @@ class VLLMGenerator:
                  n:int, # draws per prompt
                  seed:int|None=None, # per-request seed (ignored on CPU, where it crashes vLLM's worker: the engine seed rules)
                  adapter:str|Path|None=None, # a saved LoRA adapter folder: sample q instead of p
+                 config:DecodingConfig|None=None, # this call's decoding config; None: the generator's
                  progress:bool=False, # vLLM's own progress bar
                 )->list[list[Generation]]: # n generations for each prompt
         "Draw `n` completions for each prompt."
         from vllm import SamplingParams
-        c = self.config
+        c = config or self.config
+        if c.greedy: raise ValueError("VLLMGenerator: temperature 0 is greedy decoding, a point mass with no density to weight")
         sp = SamplingParams(n=n, temperature=c.temperature, top_k=c.top_k if c.top_k > 0 else 0, top_p=c.top_p, min_p=c.min_p,
                             repetition_penalty=c.repetition_penalty, max_tokens=self.max_new_tokens, logprobs=0,
                             seed=seed if torch.cuda.is_available() else None, skip_special_tokens=True)
