@@ -118,7 +118,7 @@ def tag_table(per_prompt:pd.DataFrame, # Evaluation.per_prompt with tag columns 
     t.insert(0, "prompts", g.groupby("group").prompts.first())
     return t.rename_axis(tag).reset_index()
 
-# %% ../nbs/31_zbins.ipynb #c025
+# %% ../nbs/31_zbins.ipynb #c027
 def plot_z_hist(rates:pd.DataFrame, # from rate_table
                ):
     "Histograms of Z(x) and C(x) over prompts (bins of width 0.05), coloured by Z bin."
