@@ -130,7 +130,8 @@ def report_card(draws:pd.DataFrame, # proposal draws of every checkpoint (DRAW_C
     A = ev.arrays
     missing = pd.Index(A.prompts).difference(prior.prompt_id.unique())
     if len(missing): raise ValueError(f"prior table has no rollouts of prompt {missing[0]!r}")
-    B = draw_arrays(prior[prior.prompt_id.isin(A.prompts)], A.checkpoints)
+    try: B = draw_arrays(prior[prior.prompt_id.isin(A.prompts) & prior.checkpoint.isin(A.checkpoints)], A.checkpoints)
+    except ValueError as e: raise ValueError(f"prior table: {e}") from None
     order = pd.Index(B.prompts).get_indexer(A.prompts)
     P, C = len(A.prompts), len(A.checkpoints)
     flat = lambda x: x[order].reshape(P, C, -1)

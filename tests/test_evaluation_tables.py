@@ -125,3 +125,12 @@ def test_benchmark_size_runs_fast():
     print(f"evaluate at benchmark size: {secs:.2f}s")
     assert ev.values.shape == (301, 10, len(ev.names)) and len(ev.paired) == 45 * len(ev.names)
     assert secs < 10
+
+
+def test_report_card_prior_checkpoints(syn):
+    """Extra checkpoints in the prior table are ignored; a missing one is named."""
+    draws = syn.draws[syn.draws.checkpoint.isin(["base", "step500"])]
+    card = report_card(draws, syn.prior, split=None, n_boot=50)
+    assert card.table.checkpoint.tolist() == ["base", "step500"]
+    with pytest.raises(ValueError, match="prior table: draw table has no rows of checkpoint 'step500'"):
+        report_card(draws, syn.prior[syn.prior.checkpoint != "step500"], split=None, n_boot=50)
