@@ -26,11 +26,13 @@ class InfrastructureError(RuntimeError):
     "The grader itself failed (cannot spawn, server crash, implausible batch): stop, never grade as zeros."
 
 # %% ../nbs/21_sandbox.ipynb #c007
-def _section_reason(src: str, g: dict, name: str) -> str:
-    "Compile and run one section of source in namespace `g`; return its reason."
-    try: code = compile(src, name, 'exec')
+def _section_reason(src: str, g: dict, name: str, compile_=compile, exec_=exec, settrace=sys.settrace,
+                    setprofile=sys.setprofile) -> str:
+    "Compile (asserts always on) and run one section of source in namespace `g`; return its reason."
+    settrace(None); setprofile(None)  # a trace hook left by the program could jump over asserts
+    try: code = compile_(src, name, 'exec', optimize=0)
     except (SyntaxError, ValueError): return 'syntax'  # ValueError: null bytes in the source
-    try: exec(code, g)
+    try: exec_(code, g)
     except SystemExit: return 'early-exit'
     except AssertionError: return 'assertion'
     except MemoryError: return 'memory'
@@ -39,19 +41,25 @@ def _section_reason(src: str, g: dict, name: str) -> str:
 
 def _harness(program: str, tests: Sequence[str], status_fd: int, token: str):
     "Run `program` then each test snippet; report on `status_fd`; end with the sentinel and `os._exit(0)`."
-    write, pid, flush = os.write, os.getpid(), (lambda: [s.flush() for s in (sys.stdout, sys.stderr)])
+    # bind everything the harness needs before the program can patch os, sys or builtins
+    write, exit_, pid, tests, run = os.write, os._exit, os.getpid(), list(tests), _section_reason
+    enc, flushers = str.encode, [sys.stdout.flush, sys.stderr.flush]
+    kw = dict(compile_=compile, exec_=exec, settrace=sys.settrace, setprofile=sys.setprofile)
     def say(msg):
-        try: write(status_fd, f'{pid} {msg}\n'.encode())
-        except OSError: os._exit(70)
-    g = {'__name__': '__main__', '__builtins__': __builtins__}
-    r = _section_reason(program, g, '<program>')
-    say(f'P {r}')
-    if r == 'ok':
-        for i, t in enumerate(tests): say(f'T {i} {_section_reason(t, g, f"<test {i}>")}')
-    try: flush()
-    except BaseException: pass
-    say(f'DONE {token}')
-    os._exit(0)
+        try: write(status_fd, enc(f'{pid} {msg}\n'))
+        except BaseException: exit_(70)
+    try:
+        g = {'__name__': '__main__', '__builtins__': __builtins__}
+        r = run(program, g, '<program>', **kw)
+        say(f'P {r}')
+        if r == 'ok':
+            for i in range(len(tests)): say(f'T {i} {run(tests[i], g, f"<test {i}>", **kw)}')
+        for f in flushers:
+            try: f()
+            except BaseException: pass
+        say(f'DONE {token}')
+        exit_(0)
+    finally: exit_(71)  # any escape from the block above: no sentinel, so an early exit
 
 # %% ../nbs/21_sandbox.ipynb #c011
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -92,8 +100,8 @@ def _maps(uid: int, gid: int):
         try: Path(f'/proc/self/{f}').write_text(v)
         except OSError: pass
 
-def _enter_namespaces() -> str:
-    "Move the server into new network, pid and mount namespaces with its own /proc; return what was done."
+def _enter_namespaces(scratch: str, scratch_mb: int) -> str:
+    "Move the server into new network, pid and mount namespaces with its own /proc and a tmpfs at `scratch`."
     NEWNS, NEWPID, NEWNET, NEWUSER = 0x20000, 0x20000000, 0x40000000, 0x10000000
     uid, gid, done = os.getuid(), os.getgid(), ''
     if _libc.unshare(NEWNET | NEWPID | NEWNS) == 0: done = 'netns+pidns'
@@ -107,6 +115,8 @@ def _enter_namespaces() -> str:
         os._exit(os.waitstatus_to_exitcode(st) & 0xFF)
     if (_libc.mount(b'none', b'/', None, (1 << 14) | (1 << 18), None) == 0  # MS_REC | MS_PRIVATE
             and _libc.mount(b'proc', b'/proc', b'proc', 2 | 4 | 8, None) == 0): done += '+proc'  # nosuid nodev noexec
+    if _libc.mount(b'tmpfs', scratch.encode(), b'tmpfs', 2 | 4, f'size={scratch_mb}m,mode=0711'.encode()) == 0:
+        done += f'+tmpfs({scratch_mb}M)'
     return done
 
 def _make_cgroups(n: int, nproc: int) -> list[str]:
@@ -144,7 +154,7 @@ def _sweep(pgid: int, cgroup: str | None, rounds: int = 200):
             except OSError: pass
         try: pids |= {int(p) for p in Path(f'/proc/{me}/task/{me}/children').read_text().split()}
         except OSError: pass
-        pids.discard(me)
+        pids -= {me, os.getppid()}  # a cold runner shares the cgroup with its slot worker
         for p in pids:
             try: os.kill(p, signal.SIGKILL)
             except OSError: pass
@@ -198,7 +208,8 @@ def _supervise(req: dict) -> dict:
         except BaseException as e:
             try: os.write(2, f'sandbox setup failed: {e!r}\n'.encode())
             finally: os._exit(97)
-        _harness(req['program'], req['tests'], 3, token)
+        try: _harness(req['program'], req['tests'], 3, token)
+        finally: os._exit(72)  # never fall through into the supervisor's code
     for _, w in pipes: os.close(w)
     (out_r, _), (err_r, _), (st_r, _) = pipes
     pidfd = os.pidfd_open(pid)
@@ -217,8 +228,11 @@ def _supervise(req: dict) -> dict:
             bufs[fd] += chunk
             if len(bufs[fd]) > caps[fd]: stop = 'output'
     seconds = time.monotonic() - t0
+    if status is None:  # stopped by a cap or the backstop: kill it and collect its status before the sweep reaps
+        try: os.kill(pid, signal.SIGKILL)
+        except OSError: pass
+        status = os.wait4(pid, 0)
     _sweep(pid, req.get('cgroup'))
-    if status is None: status = os.wait4(pid, 0)
     os.close(pidfd)
     end = time.monotonic() + 2.0  # every holder is dead now: drain what is left
     while open_fds and time.monotonic() < end:
@@ -252,7 +266,7 @@ def _decide(status_text: str, pid: int, token: str, wstatus: int, cpu: float, re
     elif not ready: return dict(reason='infra', tests=(), infra='program process did not start')
     elif os.WIFSIGNALED(wstatus):
         sig = os.WTERMSIG(wstatus)
-        reason = 'timeout' if sig == signal.SIGXCPU or (sig == signal.SIGKILL and cpu >= max(1, math.ceil(req['cpu'])) - 0.05) else 'killed'
+        reason = 'timeout' if sig == signal.SIGXCPU or (sig == signal.SIGKILL and cpu >= 0.9 * max(1, math.ceil(req['cpu']))) else 'killed'
     elif done and os.WEXITSTATUS(wstatus) == 0 and prog is not None and all(i in tests for i in range(n) if prog == 'ok'):
         reason = prog if prog != 'ok' else next((tests[i] for i in range(n) if tests[i] != 'ok'), 'ok')
     else: reason = 'early-exit'
@@ -261,67 +275,104 @@ def _decide(status_text: str, pid: int, token: str, wstatus: int, cpu: float, re
     return dict(reason=reason, tests=trs, infra=None)
 
 # %% ../nbs/21_sandbox.ipynb #c021
-def _write_result(req: dict, res: dict):
-    "Write a runner's result file and announce it on stdout."
-    p = Path(req['resdir'], f"{req['id']}.json")
-    tmp = p.with_suffix('.tmp'); tmp.write_text(json.dumps(res)); tmp.rename(p)
-    os.write(1, f"R {req['id']}\n".encode())
+_PIPE_BUF = 4000
 
-def _runner(req: dict):
-    "Body of a runner process: supervise one program, report, exit."
+def _write_result(req: dict, res: dict):
+    "Send a result record to the caller: inline when small, else through a file."
+    line = f"J {req['id']} {json.dumps(res)}\n".encode()
+    if len(line) > _PIPE_BUF:
+        p = Path(req['resdir'], f"{req['id']}.json")
+        tmp = p.with_suffix('.tmp'); tmp.write_text(json.dumps(res)); tmp.rename(p)
+        line = f"R {req['id']}\n".encode()
+    os.write(1, line)
+
+def _serve_one(req: dict):
+    "Supervise one request and send its result; never raises."
     try: res = _supervise(req)
     except BaseException as e: res = dict(reason='infra', infra=f'runner failed: {e!r}', tests=())
     _write_result(req, res)
-    os._exit(0)
 
 def _cold_runner(path: str):
-    "Entry point of a cold runner: a fresh interpreter that runs the request stored at `path`."
-    _runner(json.loads(Path(path).read_text()))
+    "Entry point of a cold runner: a fresh interpreter that serves the request stored at `path`."
+    _libc.prctl(36, 1, 0, 0, 0)
+    _serve_one(json.loads(Path(path).read_text()))
+    os._exit(0)
+
+def _lines(fd: int):
+    "Yield lines read from `fd` until EOF."
+    buf = b''
+    while True:
+        chunk = os.read(fd, 1 << 20)
+        if not chunk: return
+        buf += chunk
+        while b'\n' in buf:
+            line, buf = buf.split(b'\n', 1)
+            yield line
+
+def _slot_worker(rfd: int, cfg: dict, cgroup: str | None):
+    "A slot worker: join the slot's cgroup, then serve the requests forwarded on `rfd` one at a time."
+    if cgroup: Path(cgroup, 'cgroup.procs').write_text(str(os.getpid()))
+    _libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: orphans of programs come back to us
+    for line in _lines(rfd):
+        req = json.loads(line)
+        req.update(landlock=cfg['landlock_on'], cgroup=cgroup, rundir=cfg['scratch'])
+        if cfg['warm']: _serve_one(req); continue
+        p = Path(req['resdir'], f"{req['id']}.req"); p.write_text(json.dumps(req))
+        pid = os.fork()
+        if pid == 0:
+            os.execv(sys.executable, [sys.executable, '-I', '-c',
+                     f'from proposal_nb.sandbox import _cold_runner; _cold_runner({str(p)!r})'])
+        _, st = os.waitpid(pid, 0)
+        p.unlink()
+        if st != 0: _write_result(req, dict(reason='infra', infra=f'cold runner exited with status {st}', tests=()))
+    os._exit(0)
 
 # %% ../nbs/21_sandbox.ipynb #c022
 def _server_main():
-    "The fork server: read a config line, then one request per line; fork (or spawn) a runner per request."
+    "The fork server: read a config line, fork the slot workers, then forward one request per line."
     cfg = json.loads(sys.stdin.readline())
-    info = dict(namespaces=_enter_namespaces() if cfg['namespaces'] else 'none', landlock=landlock_abi(), cgroups=False)
+    ns = _enter_namespaces(cfg['scratch'], cfg['scratch_mb']) if cfg['namespaces'] else 'none'
+    info = dict(namespaces=ns, landlock=landlock_abi(), cgroups=False, scratch='tmpfs' if 'tmpfs' in ns else 'disk')
+    cfg['landlock_on'] = bool(cfg['landlock'] and info['landlock'] > 0)
     for m in cfg['warm_imports']:
         try: __import__(m)
         except Exception as e: os.write(1, f'E cannot import warm library {m!r}: {e!r}\n'.encode()); return
-    cgroups = _make_cgroups(cfg['workers'], cfg['nproc']) if cfg['cgroups'] else []
+    cgroups = _make_cgroups(cfg['workers'], cfg['nproc'] + 2) if cfg['cgroups'] else []
     info['cgroups'] = bool(cgroups)
+    workers, current = {}, {}
+    for slot in range(cfg['workers']):
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(w); os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+            for fd, _ in workers.values(): os.close(fd)
+            _slot_worker(r, cfg, cgroups[slot] if cgroups else None)
+        os.close(r); workers[slot] = (w, pid)
+    slot_of = {pid: s for s, (_, pid) in workers.items()}
     os.write(1, f'READY {json.dumps(info)}\n'.encode())
-    running, buf = {}, b''
+    buf = b''
     try:
         while True:
-            r, _, _ = select.select([0], [], [], 0.2)
-            if r:
+            if select.select([0], [], [], 0.2)[0]:
                 chunk = os.read(0, 1 << 20)
                 if not chunk: break
                 buf += chunk
             while b'\n' in buf:
                 line, buf = buf.split(b'\n', 1)
-                req = json.loads(line)
-                req.update(landlock=cfg['landlock'] and info['landlock'] > 0,
-                           cgroup=cgroups[req['slot']] if cgroups else None)
-                if cfg['warm']:
-                    pid = os.fork()
-                    if pid == 0:
-                        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
-                        _runner(req)
-                else:
-                    p = Path(req['resdir'], f"{req['id']}.req"); p.write_text(json.dumps(req))
-                    pid = os.fork()
-                    if pid == 0:
-                        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
-                        os.execv(sys.executable, [sys.executable, '-I', '-c',
-                                 f'from proposal_nb.sandbox import _cold_runner; _cold_runner({str(p)!r})'])
-                running[pid] = req['id']
-            while running:
+                slot, _, rest = line.partition(b' ')
+                current[int(slot)] = rest.split(b' ', 1)[0].decode()
+                data = rest.split(b' ', 1)[1] + b'\n'
+                while data: data = data[os.write(workers[int(slot)][0], data):]
+            while True:
                 try: pid, st = os.waitpid(-1, os.WNOHANG)
                 except ChildProcessError: break
                 if pid == 0: break
-                rid = running.pop(pid, None)
-                if rid is not None and st != 0: os.write(1, f'D {rid} {st}\n'.encode())
+                if pid in slot_of: os.write(1, f'D {current.get(slot_of[pid], "-")} worker of slot {slot_of[pid]} died ({st})\n'.encode())
     finally:
+        for w, _ in workers.values(): os.close(w)
+        for _, pid in workers.values():
+            try: os.waitpid(pid, 0)
+            except ChildProcessError: pass
         for c in cgroups:
             try: os.rmdir(c)
             except OSError: pass
@@ -344,6 +395,7 @@ class Executor:
                  keep_output: int = 8192,  # bytes of each stream kept in the Verdict
                  nproc: int = 64,  # processes + threads per program (cgroup) / extra for the user (RLIMIT_NPROC)
                  file_mb: int = 64,  # largest file a program may write (RLIMIT_FSIZE), MiB
+                 scratch_mb: int = 1024,  # size of the tmpfs holding all private directories (with namespaces)
                  namespaces: bool = True, landlock: bool = True, cgroups: bool = True,  # isolation layers to try
                  guard: int = 8,  # a batch of >= guard distinct programs all stopped by the wall backstop raises
                  python: str | None = None,  # interpreter for the server; default: this one
@@ -354,6 +406,7 @@ class Executor:
         self.output_limit, self.keep_output, self.nproc, self.fsize = output_limit, keep_output, nproc, file_mb << 20
         self.flags = dict(namespaces=namespaces, landlock=landlock, cgroups=cgroups)
         self.guard, self.python, self.cache = guard, python or sys.executable, {} if cache else None
+        self.scratch_mb = scratch_mb
         self.proc, self.isolation, self._n = None, None, 0
 
     def start(self):
@@ -368,7 +421,7 @@ class Executor:
         except OSError as e: raise InfrastructureError(f'cannot start the sandbox server with {self.python!r}: {e}') from e
         self._buf = b''
         self._send(dict(warm_imports=self.warm_imports if self.warm else (), warm=self.warm, workers=self.workers,
-                        nproc=self.nproc, **self.flags))
+                        nproc=self.nproc, scratch=os.path.join(self.work, 'run'), scratch_mb=self.scratch_mb, **self.flags))
         line = self._line(time.monotonic() + 120)
         if not line.startswith('READY '): self.close(); raise InfrastructureError(f'sandbox server failed: {line}')
         self.isolation = json.loads(line[6:])
@@ -392,8 +445,8 @@ class Executor:
         try: self.close()
         except Exception: pass
 
-    def _send(self, obj):
-        try: self.proc.stdin.write((json.dumps(obj) + '\n').encode()); self.proc.stdin.flush()
+    def _send(self, obj, prefix: str = ''):
+        try: self.proc.stdin.write((prefix + json.dumps(obj) + '\n').encode()); self.proc.stdin.flush()
         except OSError as e: raise InfrastructureError(f'sandbox server is gone: {e}') from e
 
     def _line(self, deadline: float) -> str:
@@ -446,17 +499,19 @@ def _run(self: Executor, programs: Sequence[str], tests: Sequence[Sequence[str]]
             k = order.pop(0); self._n += 1; rid = f'{self._n}'
             p, t = todo[k]; slot = free.pop()
             inflight[rid] = (k, slot)
-            self._send(dict(id=rid, program=p, tests=list(t), slot=slot, cpu=self.cpu, memory_mb=self.memory_mb,
+            self._send(dict(id=rid, program=p, tests=list(t), cpu=self.cpu, memory_mb=self.memory_mb,
                             wall=self.wall, output_limit=self.output_limit, keep_output=self.keep_output,
-                            fsize=self.fsize, nproc_user=self.nproc_user, rundir=os.path.join(self.work, 'run'),
-                            resdir=os.path.join(self.work, 'res')))
+                            fsize=self.fsize, nproc_user=self.nproc_user, resdir=os.path.join(self.work, 'res')),
+                       prefix=f'{slot} {rid} ')
         line = self._line(time.monotonic() + self.wall + 60)
-        kind, rid, *rest = line.split(' ')
-        if kind == 'D': raise InfrastructureError(f'a sandbox runner died (request {rid}, status {rest})')
-        if kind != 'R' or rid not in inflight: raise InfrastructureError(f'unexpected line from the sandbox server: {line!r}')
+        kind, rid, rest = (line.split(' ', 2) + [''])[:3]
+        if kind == 'D': raise InfrastructureError(f'a sandbox worker died (request {rid}): {rest}')
+        if kind not in ('J', 'R') or rid not in inflight: raise InfrastructureError(f'unexpected line from the sandbox server: {line[:200]!r}')
         k, slot = inflight.pop(rid); free.append(slot)
-        p = Path(self.work, 'res', f'{rid}.json')
-        res = json.loads(p.read_text()); p.unlink()
+        if kind == 'J': res = json.loads(rest)
+        else:
+            p = Path(self.work, 'res', f'{rid}.json')
+            res = json.loads(p.read_text()); p.unlink()
         if res.get('infra'): raise InfrastructureError(f'sandbox fault on request {rid}: {res["infra"]}')
         walls.append(res['wall_stop'])
         done[k] = Verdict(res['reason'] == 'ok', res['reason'], res['seconds'], res['stdout'], res['stderr'],
