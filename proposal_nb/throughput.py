@@ -163,6 +163,7 @@ class FastSampler:
         self.pos = torch.zeros(1, dtype=torch.long, device=dev)
         self.tok = torch.zeros(batch, dtype=torch.long, device=dev)
         self.out = torch.zeros(batch, max_len, dtype=torch.long, device=dev)
+        self.lp = torch.zeros(batch, max_len, dtype=torch.float32, device=dev)
         self.done = torch.zeros(batch, dtype=torch.bool, device=dev)
         self.temperature = torch.ones((), device=dev)
         self.stop = torch.full((), -1, dtype=torch.long, device=dev)
@@ -198,12 +199,13 @@ class FastSampler:
         return x + l.mlp(l.post_attention_layernorm(x))
 
     def _sample(self, logits):
-        "Gumbel-max draw at the set temperature; rows that stopped keep emitting the stop id."
+        "Gumbel-max draw at the set temperature; rows that stopped keep emitting the stop id. Returns (token, its log-prob)."
+        logits = logits / self.temperature
         e = torch.empty_like(logits).exponential_(generator=self._gen)
-        tok = (logits / self.temperature - e.log()).argmax(-1)
+        tok = (logits - e.log()).argmax(-1)
         tok = torch.where(self.done, self.stop, tok)
         self.done |= tok == self.stop
-        return tok
+        return tok, logits.gather(-1, tok[:, None])[:, 0] - torch.logsumexp(logits, -1)
 
     def _step(self):
         "Decode one token for all rows at position `pos` (graph-capturable: no host sync)."
@@ -211,8 +213,8 @@ class FastSampler:
         cos, sin = self.cos.index_select(1, self.pos), self.sin.index_select(1, self.pos)
         mask = (self.ar <= self.pos).view(1, 1, 1, -1)
         for i in range(len(self.layers)): x = self._attn_layer(i, x, cos, sin, mask, self.pos)
-        tok = self._sample(self.head(self.norm(x))[:, -1].float())
-        self.out.index_copy_(1, self.pos + 1, tok[:, None])
+        tok, lp = self._sample(self.head(self.norm(x))[:, -1].float())
+        self.out.index_copy_(1, self.pos + 1, tok[:, None]); self.lp.index_copy_(1, self.pos + 1, lp[:, None])
         self.tok.copy_(tok); self.pos += 1
 
     def _capture(self):
@@ -231,7 +233,8 @@ class FastSampler:
                temperature:float=1.0, # sampling temperature (no truncation)
                stop_id:int|None=None, # stop token: rows that emit it emit only it afterwards; None: fixed length
                check_every:int=32, # decode steps between checks whether every row stopped
-              )->torch.Tensor: # [batch, n ≤ new_tokens] completion ids
+               logprobs:bool=False, # also return the sampler's own per-token log-probs
+              ): # [batch, n ≤ new_tokens] completion ids (and [batch, n] float32 log-probs)
         "Draw `batch` completions of one prompt."
         prompt = torch.as_tensor(prompt_ids, dtype=torch.long, device=self.device).reshape(-1)
         P = prompt.numel()
@@ -244,8 +247,8 @@ class FastSampler:
         else: self._gen = generator
         x = self.embed(prompt[None])
         for i in range(len(self.layers)): x = self._attn_layer(i, x, self.cos[:, :P], self.sin[:, :P], None)
-        tok = self._sample(self.head(self.norm(x[:, -1:]))[:, -1].float().expand(self.B, -1).contiguous())
-        self.out[:, P] = tok; self.tok.copy_(tok); self.pos.fill_(P)
+        tok, lp = self._sample(self.head(self.norm(x[:, -1:]))[:, -1].float().expand(self.B, -1).contiguous())
+        self.out[:, P] = tok; self.lp[:, P] = lp; self.tok.copy_(tok); self.pos.fill_(P)
         n = 1
         while n < new_tokens:
             if self.graph: self._cuda_graph.replay()
@@ -253,9 +256,10 @@ class FastSampler:
             n += 1
             if stop_id is not None and n % check_every == 0 and bool(self.done.all()): break
         self._gen = None
-        return self.out[:, P:P + n].clone()
+        y = self.out[:, P:P + n].clone()
+        return (y, self.lp[:, P:P + n].clone()) if logprobs else y
 
-# %% ../nbs/28_throughput.ipynb #c032
+# %% ../nbs/28_throughput.ipynb #c031
 def _token_lp(logits, targets, chunk=8):
     "log softmax(logits)[targets] in float32, by chunks of rows."
     out = []
@@ -284,7 +288,7 @@ def score_both(peft_model, # a PeftModel in eval mode: adapter on = q, off = p
     if lengths is not None: lp = lp * (torch.arange(T, device=dev) < lengths.to(dev)[:, None]).repeat(2, 1)
     return lp[:M].sum(-1), lp[M:].sum(-1)
 
-# %% ../nbs/28_throughput.ipynb #c036
+# %% ../nbs/28_throughput.ipynb #c035
 def pack_rows(lengths:Sequence[int], # tokens of each sequence
               capacity:int|None=None, # tokens per row; None: the longest sequence
              )->list[list[int]]: # sequence indices per row
@@ -298,7 +302,7 @@ def pack_rows(lengths:Sequence[int], # tokens of each sequence
         else: rows[j].append(i); room[j] -= lengths[i]
     return rows
 
-# %% ../nbs/28_throughput.ipynb #c038
+# %% ../nbs/28_throughput.ipynb #c037
 def packed_logprobs(model, # a causal LM or PeftModel (grad flows if enabled)
                     prompt_ids:Sequence[int]|torch.Tensor, # the visit's prompt
                     completions:torch.Tensor, # [M, T] completion ids
@@ -333,7 +337,7 @@ def packed_logprobs(model, # a causal LM or PeftModel (grad flows if enabled)
     tok_lp = -F.cross_entropy(logits, torch.cat(tgt), reduction="none")
     return torch.zeros(M, device=dev, dtype=tok_lp.dtype).index_add(0, torch.tensor(owner, device=dev), tok_lp)
 
-# %% ../nbs/28_throughput.ipynb #c042
+# %% ../nbs/28_throughput.ipynb #c041
 class StepInfo(NamedTuple):
     "What one online step returns besides the new normaliser state."
     logq: torch.Tensor      # [M] log q_φ(y|x) (before the update)
