@@ -75,7 +75,7 @@ def estimate(state:NormalizerState, cfg:NormalizerConfig, # the statistics and t
     elif cfg.kind == "mean":
         lz = torch.where(n > 0, S - _log(n.clamp(min=1)), _log(cfg.mu0).expand_as(S))
     else: raise ValueError(f"unknown normaliser kind {cfg.kind!r} (use 'shrinkage' or 'mean')")
-    b = lz.exp() if cfg.baseline_cap is None else torch.minimum(lz.exp(), torch.tensor(float(cfg.baseline_cap)))
+    b = lz.exp() if cfg.baseline_cap is None else torch.minimum(lz.exp(), torch.tensor(float(cfg.baseline_cap), dtype=torch.float64))
     raw = torch.where(n > 0, state.log_sum_raw[prompts] - _log(n.clamp(min=1)), torch.full_like(S, -math.inf))
     return Estimate(lz, b, raw, log_pool.expand_as(S).clone())
 
@@ -105,7 +105,7 @@ def update(state:NormalizerState, cfg:NormalizerConfig,
     P, M = state.count.shape[0], logw.shape[1]
     add = _scatter_logsumexp(torch.logsumexp(folded, 1), prompts, P)
     add_raw = _scatter_logsumexp(torch.logsumexp(logw, 1), prompts, P)
-    cnt = torch.zeros(P, dtype=torch.float64).index_add(0, prompts, torch.full((len(prompts),), float(M)))
+    cnt = torch.zeros(P, dtype=torch.float64).index_add(0, prompts, torch.full((len(prompts),), float(M), dtype=torch.float64))
     vis = torch.zeros(P, dtype=torch.long).index_add(0, prompts, torch.ones(len(prompts), dtype=torch.long))
     return NormalizerState(torch.logaddexp(state.log_sum, add), state.count + cnt,
                            torch.logaddexp(state.log_sum_raw, add_raw), state.visits + vis)
