@@ -19,7 +19,8 @@ __all__ = ['SCHEMA', 'TABLE_EXTS', 'HEADLINE', 'REPORT_CARD', 'ZBIN_LABELS', 'PR
            'bins_chart', 'updown_table', 'prompt_chart', 'prompt_details', 'table_chart', 'Page', 'headline_table',
            'page_overview', 'page_rates', 'page_training', 'page_heldout', 'page_bins', 'page_prompts',
            'page_report_card', 'page_calibration', 'breakeven_charts', 'page_breakeven', 'run_page', 'render_page',
-           'write_vendor', 'build_site', 'main', 'find_chromium', 'Chromium', 'PageCheck', 'check_site']
+           'write_vendor', 'build_site', 'main', 'page_for', 'show_page', 'find_chromium', 'Chromium', 'PageCheck',
+           'check_site']
 
 # %% ../nbs/38_site.ipynb #c005
 SCHEMA = {  # file stem: (pages that read it, what it holds)
@@ -44,7 +45,7 @@ HEADLINE = ("wacc", "pass1", "validity")  # metrics of the headline table, when 
 REPORT_CARD = ("ess_per_m", "khat_median", "log_zhat_median", "kl", "kl_upper", "wacc")  # charted card columns, when present
 ZBIN_LABELS = list(Z_BIN_LABELS)          # Z(x) bins, in order
 
-# %% ../nbs/38_site.ipynb #c007
+# %% ../nbs/38_site.ipynb #c008
 class Run(NamedTuple):
     "One results folder."
     name: str      # folder name
@@ -106,19 +107,19 @@ def collect(runs:Sequence[Run], # runs to read
         frames.append(t)
     return pd.concat(frames, ignore_index=True) if frames else None
 
-# %% ../nbs/38_site.ipynb #c009
+# %% ../nbs/38_site.ipynb #c010
 def step_of(checkpoint)->int:
     "Training step of a checkpoint name: its last integer, 0 if none."
     nums = re.findall(r"\d+", str(checkpoint))
     return int(nums[-1]) if nums else 0
 
-# %% ../nbs/38_site.ipynb #c012
+# %% ../nbs/38_site.ipynb #c013
 def zbin_labels(z)->np.ndarray:
     "Z(x) bin label of each prompt (strings, from proposal_nb.zbins.z_bin)."
     from proposal_nb.zbins import z_bin
     return np.asarray(z_bin(z).astype(str), dtype=object)
 
-# %% ../nbs/38_site.ipynb #c015
+# %% ../nbs/38_site.ipynb #c016
 def rates_table(runs:Sequence[Run])->pd.DataFrame|None:
     "Per-prompt Z, C (+ tags, source) from prompt_rates or rollouts of every run; None if none has them."
     rates = collect(runs, "prompt_rates")
@@ -182,7 +183,7 @@ def heldout_tables(runs:Sequence[Run], # runs to read
     cat = lambda xs: pd.concat(xs, ignore_index=True) if xs else pd.DataFrame()
     return Heldout(cat(S), cat(D), cat(P))
 
-# %% ../nbs/38_site.ipynb #c017
+# %% ../nbs/38_site.ipynb #c018
 def synthetic_results(root:Path|str, # folder that receives the run folders
                       arms:Sequence[str]=("iguana", "msc"), # trained arms (a 'base' arm is always added)
                       n_prompts:int=24, # prompts
@@ -259,7 +260,7 @@ def synthetic_results(root:Path|str, # folder that receives the run folders
     alt.Chart(sig).mark_line(point=True).encode(x="v", y="p_informative", color="M:N").save(th / "signal.svg")
     return root
 
-# %% ../nbs/38_site.ipynb #c020
+# %% ../nbs/38_site.ipynb #c021
 def _alt():
     import altair as alt
     return alt
@@ -305,7 +306,7 @@ def training_chart(log:pd.DataFrame, # stacked train_log tables (step, arm, nume
         tooltip=["arm", "step", "metric", alt.Tooltip("value:Q", format=".4g")],
     ).properties(width=260, height=150).facet(facet=alt.Facet("metric:N", title=None), columns=3).resolve_scale(y="independent")
 
-# %% ../nbs/38_site.ipynb #c022
+# %% ../nbs/38_site.ipynb #c023
 def metric_band_chart(summary:pd.DataFrame, # Heldout.summary rows
                       metrics:Sequence[str]|None=None, # metrics to show (default: all)
                      ):
@@ -333,7 +334,7 @@ def paired_chart(paired:pd.DataFrame, # Heldout.paired rows of one reference (a)
     return alt.layer(ci, pt, zero, data=d).properties(width=300).facet(
         facet=alt.Facet("metric:N", title=None), columns=3).resolve_scale(x="independent")
 
-# %% ../nbs/38_site.ipynb #c024
+# %% ../nbs/38_site.ipynb #c025
 def rates_charts(rates:pd.DataFrame, # rates_table output
                 ):
     "Histograms of Z(x) and C(x) (stacked by library when present) and a Z–C scatter with tooltips."
@@ -391,7 +392,7 @@ def updown_table(per_prompt:pd.DataFrame, # Heldout.per_prompt of one source wit
         out.append(counts.assign(arm=arm, first=a, last=b))
     return pd.concat(out, ignore_index=True)[["arm", "first", "last", "zbin", "up", "flat", "down"]] if out else pd.DataFrame()
 
-# %% ../nbs/38_site.ipynb #c027
+# %% ../nbs/38_site.ipynb #c028
 PROMPT_SIGNAL = "prompt"  # name of the selection parameter the detail panel listens to
 
 def prompt_chart(per_prompt:pd.DataFrame, # Heldout.per_prompt (+ Z, C when known)
@@ -435,7 +436,7 @@ def prompt_details(per_prompt:pd.DataFrame, # Heldout.per_prompt (+ Z, C, tags)
         out[str(pid)] = info
     return out
 
-# %% ../nbs/38_site.ipynb #c029
+# %% ../nbs/38_site.ipynb #c030
 def table_chart(df:pd.DataFrame, # a table: label column(s) and numeric columns
                 label:str|None=None, # the category column (default: checkpoint, bucket or the first text column)
                 mark:str="point", # 'point' or 'bar'
@@ -469,7 +470,7 @@ def table_chart(df:pd.DataFrame, # a table: label column(s) and numeric columns
         layers.append(alt.Chart().mark_rule(strokeWidth=2).encode(y=y, x="lo:Q", x2="hi:Q", color=alt.value("black") if mark == "bar" else color))
     return alt.layer(*layers, data=long).properties(width=260).facet(facet=alt.Facet("metric:N", title=None), columns=3).resolve_scale(x="independent")
 
-# %% ../nbs/38_site.ipynb #c032
+# %% ../nbs/38_site.ipynb #c033
 class Page(NamedTuple):
     "One page of the site."
     slug: str       # file name without .html
@@ -478,9 +479,9 @@ class Page(NamedTuple):
 
 def _fmt_ci(e, lo, hi): return f"{e:.3f} [{lo:.3f}, {hi:.3f}]"
 
-def _df_html(df:pd.DataFrame, max_rows:int=40)->str:
+def _df_html(df:pd.DataFrame, max_rows:int=25)->str:
     d = df.head(max_rows)
-    h = d.to_html(index=False, classes="tbl", border=0, float_format=lambda x: f"{x:.4g}", na_rep="")
+    h = "<div class='scroll'>" + d.to_html(index=False, classes="tbl", border=0, float_format=lambda x: f"{x:.4g}", na_rep="") + "</div>"
     return h + (f"<p class='note'>{max_rows} of {len(df)} rows shown.</p>" if len(df) > max_rows else "")
 
 def headline_table(ho:Heldout, metrics:Sequence[str]=HEADLINE)->pd.DataFrame:
@@ -633,7 +634,7 @@ def page_breakeven(runs, results, ctx)->Page|None:
 PAGES = [page_overview, page_rates, page_training, page_heldout, page_bins, page_prompts,
          page_report_card, page_calibration, page_breakeven]
 
-# %% ../nbs/38_site.ipynb #c034
+# %% ../nbs/38_site.ipynb #c035
 def run_page(run:Run, # the run
              out_dir:Path, # site folder (figures are copied under runs/<name>/)
             )->Page:
@@ -655,7 +656,7 @@ def run_page(run:Run, # the run
         blocks += [("h2", f"Table {s} ({len(t)} rows)"), ("table", t)]
     return Page(f"run-{run.name}", run.name, blocks)
 
-# %% ../nbs/38_site.ipynb #c036
+# %% ../nbs/38_site.ipynb #c037
 VENDOR_JS = "vendor/vega-bundle.js"
 
 CSS = """body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:0;color:#222;background:#fafafa}
@@ -665,7 +666,7 @@ h1{font-size:1.5rem}h2{font-size:1.15rem;margin-top:1.6rem}.chart{margin:.6rem 0
 table.tbl{border-collapse:collapse;font-size:.85rem;margin:.4rem 0}table.tbl td,table.tbl th{border-bottom:1px solid #ddd;padding:.2rem .6rem;text-align:right}
 table.tbl th{background:#eef2f6}.note{color:#666;font-size:.85rem}img.fig{max-width:100%;background:#fff;border:1px solid #ddd;margin:.4rem 0}
 #prompt-panel{border:1px solid #bbb;background:#fff;padding:.6rem 1rem;margin:.6rem 0;min-height:3rem}#prompt-panel pre{background:#f4f4f4;padding:.5rem;white-space:pre-wrap}
-code{background:#eef;padding:0 .2rem}"""
+code{background:#eef;padding:0 .2rem}.scroll{overflow-x:auto;max-width:100%}"""
 
 SITE_JS = r"""(function(){
   window.__views = {}; window.__siteErrors = [];
@@ -723,7 +724,7 @@ def render_page(page:Page, # the page
             f"<link rel='stylesheet' href='style.css'></head><body><nav>{links}</nav><main><h1>{html.escape(page.title)}</h1>"
             + "\n".join(body) + f"</main>{script}</body></html>")
 
-# %% ../nbs/38_site.ipynb #c040
+# %% ../nbs/38_site.ipynb #c041
 @functools.lru_cache(1)
 def _vega_bundle()->str:
     import vl_convert as vlc
@@ -759,7 +760,7 @@ def build_site(results_dir:Path|str="results", # folder of run folders
         f = out / f"{p.slug}.html"; f.write_text(render_page(p, nav)); written.append(f)
     return written
 
-# %% ../nbs/38_site.ipynb #c047
+# %% ../nbs/38_site.ipynb #c048
 def main(argv=None):
     "Command line: build the results site from run folders."
     ap = argparse.ArgumentParser(prog="proposal-nb-site", description=build_site.__doc__)
@@ -771,7 +772,47 @@ def main(argv=None):
     print(f"[proposal_nb] site: {len(pages)} pages → {Path(pages[0]).resolve()}")
     return pages
 
-# %% ../nbs/38_site.ipynb #c050
+# %% ../nbs/38_site.ipynb #c051
+def page_for(slug:str, # page file name without .html: index, zc, training, ..., or run-<name>
+             results:Path|str|None=None, # results folder (default: $PROPOSAL_NB_RESULTS or ../results)
+             n_boot:int=2000, # bootstrap resamples for draw tables
+            )->Page|None:
+    "Build one page of the site (None when its files are absent)."
+    results = Path(results or os.environ.get("PROPOSAL_NB_RESULTS", "../results"))
+    runs = find_runs(results)
+    if slug.startswith("run-"):
+        run = next((r for r in runs if r.name == slug[4:]), None)
+        return None if run is None else run_page(run, Path(tempfile.mkdtemp(prefix="site-figs-")))
+    ctx = dict(rates=rates_table(runs), heldout=heldout_tables(runs, n_boot=n_boot))
+    for f in PAGES:
+        p = f(runs, results, ctx)
+        if p is not None and p.slug == slug: return p
+    return None
+
+def show_page(slug:str, # page slug (see page_for)
+              results:Path|str|None=None, # results folder
+              n_boot:int=2000, # bootstrap resamples
+             )->list:
+    "Display a page's blocks in a notebook or Quarto document; return the displayed objects."
+    from IPython.display import HTML, Markdown, SVG, display
+    p = page_for(slug, results, n_boot)
+    if p is None:
+        out = [Markdown(f"*No results for this page yet: run the pipeline (see SCHEMA for the files `{slug}` reads).*")]
+    else:
+        out = []
+        for kind, x in p.blocks:
+            if kind == "h2": out.append(Markdown(f"## {x}"))
+            elif kind in ("p", "html"): out.append(HTML(x))
+            elif kind == "table": out.append(HTML(_df_html(x)))
+            elif kind == "chart": out.append(x)
+            elif kind == "img": out.append(HTML(f"<p>{html.escape(x[1])}</p>"))
+            elif kind == "prompts":
+                t = pd.DataFrame([{"prompt_id": k, **{c: v for c, v in d.items() if c != "rows"}} for k, d in x.items()])
+                out.append(HTML(_df_html(t, 200)))
+    for o in out: display(o)
+    return out
+
+# %% ../nbs/38_site.ipynb #c056
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
                   "--disable-dev-shm-usage", "--hide-scrollbars", "--mute-audio"]
@@ -894,7 +935,7 @@ class Chromium:
     def __enter__(self): return self
     def __exit__(self, *a): self.close()
 
-# %% ../nbs/38_site.ipynb #c051
+# %% ../nbs/38_site.ipynb #c057
 _MARKS_JS = """Array.from(document.querySelectorAll('div.chart')).map(d => ({id: d.id,
   svg: d.querySelectorAll('svg').length, canvas: d.querySelectorAll('canvas').length,
   marks: d.querySelectorAll('g.role-mark > path, g.role-mark > rect, g.role-mark > line, g.role-mark > text, g.role-mark > circle, g.role-mark > image').length}))"""
@@ -940,3 +981,6 @@ def check_site(site_dir:Path|str, # a built site
             shot = b.screenshot(shots / f"{f.stem}.png")
             out.append(PageCheck(f.name, round(secs, 2), b.errors(), charts, shot, shown))
     return out
+
+# %% ../nbs/38_site.ipynb #c061
+if __name__ == "__main__": main()
