@@ -88,7 +88,9 @@ def step(state:MSCState,
     J = torch.full((B,), -1, dtype=torch.long)
     if ok.any(): J[ok] = torch.multinomial(probs[ok], 1, generator=gen).squeeze(1)
     if rao_blackwell: per = -(probs.to(all_q.dtype) * torch.where(probs > 0, all_q, torch.zeros_like(all_q))).sum(1)
-    else: per = torch.where(ok, -all_q.gather(1, J.clamp(min=0)[:, None]).squeeze(1), torch.zeros(B, dtype=all_q.dtype))
+    else:
+        sel = all_q.gather(1, J.clamp(min=0)[:, None]).squeeze(1)
+        per = torch.where(ok, -sel, 0 * sel)          # stays on the graph when nothing is selected
     loss = per.mean()
     Js = J.clamp(min=0)
     take = lambda new, old: torch.where(ok, new.gather(1, Js[:, None]).squeeze(1), old)
