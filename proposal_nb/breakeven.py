@@ -4,7 +4,7 @@
 
 # %% ../nbs/33_breakeven.ipynb #c001
 from __future__ import annotations
-import json, math
+import json, math, re
 from pathlib import Path
 from typing import NamedTuple, Sequence, Mapping
 import numpy as np
@@ -14,8 +14,9 @@ from .evaluation import bootstrap_counts, bootstrap_means, percentile_ci
 
 # %% auto #0
 __all__ = ['STAGES', 'DEVICE_STAGES', 'CURRENCIES', 'BestOfK', 'best_of_k', 'simulate_best_of_k', 'k_equivalent', 'at_k', 'Costs',
-           'per_sample_costs', 'training_bill', 'serving_cost', 'BreakEven', 'breakeven', 'synthetic_breakeven_inputs',
-           'population_breakeven', 'amortized_marks', 'plot_curve', 'plot_nstar', 'export_breakeven']
+           'per_sample_costs', 'training_bill', 'serving_cost', 'checkpoint_step', 'rates_from_table',
+           'trained_from_table', 'BreakEven', 'breakeven', 'synthetic_breakeven_inputs', 'population_breakeven',
+           'amortized_marks', 'plot_curve', 'plot_nstar', 'export_breakeven']
 
 # %% ../nbs/33_breakeven.ipynb #c006
 class BestOfK(NamedTuple):
@@ -172,6 +173,36 @@ def serving_cost(draws, # expected draws per prompt
                 gpu_h=(draws * dev("generation") + checks * dev("potential")) / 3600)
 
 # %% ../nbs/33_breakeven.ipynb #c022
+def checkpoint_step(name)->int:
+    "The training step in a checkpoint name: its last integer ('step250', 'checkpoint-1000' -> 250, 1000)."
+    found = re.findall(r"\d+", str(name))
+    if not found: raise ValueError(f"checkpoint {name!r} has no step number; give a 'step' column")
+    return int(found[-1])
+
+def rates_from_table(df:pd.DataFrame, # prompt_id, Z, s[, f] — or base rollouts prompt_id, draw, valid, correct
+                    )->pd.DataFrame:
+    "Per-prompt Z, s (and f if given) from either a rates table or base rollouts."
+    if {"Z", "s"} <= set(df.columns): return df[["prompt_id", "Z", "s"] + (["f"] if "f" in df.columns else [])].reset_index(drop=True)
+    if {"valid", "correct"} <= set(df.columns):
+        from proposal_nb.evaluation import prompt_rates
+        return prompt_rates(df.assign(draw=df["draw"] if "draw" in df.columns else df.groupby("prompt_id").cumcount()))[["prompt_id", "Z", "s"]]
+    raise ValueError(f"rates table needs columns (prompt_id, Z, s) or (prompt_id, valid, correct); has {list(df.columns)}")
+
+def trained_from_table(df:pd.DataFrame, # per-prompt or per-checkpoint pass1, or a draw table with 'correct'
+                       base:Sequence[str]=("base",), # checkpoint names of the untrained model (dropped)
+                      )->pd.DataFrame:
+    "checkpoint, step, pass1 (and prompt_id when the table is per prompt), sorted by step."
+    if "checkpoint" not in df.columns: raise ValueError(f"trained table lacks column 'checkpoint'; has {list(df.columns)}")
+    d = df[~df.checkpoint.isin(list(base))]
+    if "pass1" not in d.columns:
+        if "correct" not in d.columns: raise ValueError(f"trained table needs 'pass1' or 'correct'; has {list(df.columns)}")
+        keys = ["prompt_id", "checkpoint"] + (["step"] if "step" in d.columns else [])
+        d = d.groupby(keys, sort=False)["correct"].mean().rename("pass1").reset_index()
+    if "step" not in d.columns: d = d.assign(step=[checkpoint_step(c) for c in d.checkpoint])
+    cols = ["checkpoint", "step", "pass1"] + (["prompt_id"] if "prompt_id" in d.columns else [])
+    return d[cols].sort_values("step", kind="stable").reset_index(drop=True)
+
+# %% ../nbs/33_breakeven.ipynb #c025
 class BreakEven(NamedTuple):
     "Result of `breakeven`."
     curve: pd.DataFrame           # per K: macro pass@1 (CI), draws, checks, serving cost per prompt per currency
@@ -269,7 +300,7 @@ def breakeven(rates:pd.DataFrame, # per prompt: prompt_id, Z, s (optional f = P(
         rows.append(r)
     return BreakEven(cv, out, pd.concat(rows, ignore_index=True), costs, tuple(device_stages))
 
-# %% ../nbs/33_breakeven.ipynb #c026
+# %% ../nbs/33_breakeven.ipynb #c029
 def synthetic_breakeven_inputs(n_prompts:int=200, # prompts
                                steps:Sequence[int]=(50, 100, 200, 400, 800, 1600, 3200), # checkpoint steps
                                gain:float=3.0, # asymptotic logit gain of the validity
@@ -295,7 +326,7 @@ def synthetic_breakeven_inputs(n_prompts:int=200, # prompts
                             **{f"t_{s_}": getattr(costs, s_) * samples_per_step for s_ in STAGES}))
     return pd.DataFrame(dict(prompt_id=np.arange(n_prompts), Z=Z, s=s)), pd.concat(rows, ignore_index=True), log
 
-# %% ../nbs/33_breakeven.ipynb #c029
+# %% ../nbs/33_breakeven.ipynb #c032
 def population_breakeven(step:int, # checkpoint step
                          n_prompts:int=20_000, # prompts of the population
                          costs:Costs=Costs(2.0, 1.0, 0.5, 1.5), # per-sample seconds
@@ -312,7 +343,7 @@ def population_breakeven(step:int, # checkpoint step
     save = {c: float(v - serving_cost(1.0, 0.0, costs)[c]) for c, v in serving_cost(D, C, costs).items()}
     return dict(k_eq=float(k), draws=float(D), checks=float(C), **{f"saving_{c}": v for c, v in save.items()})
 
-# %% ../nbs/33_breakeven.ipynb #c032
+# %% ../nbs/33_breakeven.ipynb #c035
 def amortized_marks(be:BreakEven, # from breakeven
                     Ns:Sequence[float]=(1e3, 1e4, 1e5), # prompts served
                    )->pd.DataFrame:
@@ -326,7 +357,7 @@ def amortized_marks(be:BreakEven, # from breakeven
                                           wins=N > pc[f"nstar_{c}"])))
     return pd.concat(rows, ignore_index=True)
 
-# %% ../nbs/33_breakeven.ipynb #c035
+# %% ../nbs/33_breakeven.ipynb #c038
 def plot_curve(be:BreakEven, # from breakeven
                currency:str="wall_s", # one of CURRENCIES
                Ns:Sequence[float]=(1e3, 1e4, 1e5), # prompts served for the marks
@@ -361,7 +392,7 @@ def plot_nstar(be:BreakEven, # from breakeven
     return (err + pts).properties(width=220, height=220).facet(column=alt.Column("currency:N", title=None)).properties(
         title="Break-even N* against training length")
 
-# %% ../nbs/33_breakeven.ipynb #c039
+# %% ../nbs/33_breakeven.ipynb #c042
 def export_breakeven(be:BreakEven, # from breakeven
                      out_dir:str|Path, # run folder (created)
                      source:str="", # where the timings came from (log path or 'dict')
