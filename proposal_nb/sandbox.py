@@ -4,7 +4,7 @@
 
 # %% ../nbs/21_sandbox.ipynb #c001
 from __future__ import annotations
-import ctypes, hashlib, json, math, os, resource, select, shutil, signal, struct, subprocess, sys, tempfile, time
+import ctypes, hashlib, json, math, os, resource, select, shutil, signal, struct, subprocess, sys, tempfile, threading, time
 from pathlib import Path
 from typing import NamedTuple, Sequence
 
@@ -407,7 +407,7 @@ class Executor:
         self.flags = dict(namespaces=namespaces, landlock=landlock, cgroups=cgroups)
         self.guard, self.python, self.cache = guard, python or sys.executable, {} if cache else None
         self.scratch_mb = scratch_mb
-        self.proc, self.isolation, self._n = None, None, 0
+        self.proc, self.isolation, self._n, self._lock = None, None, 0, threading.Lock()
 
     def start(self):
         "Start the server (idempotent); raise InfrastructureError when it cannot start."
@@ -482,6 +482,9 @@ def _user_tasks() -> int:
 def _run(self: Executor, programs: Sequence[str], tests: Sequence[Sequence[str]] | None = None,
          progress: bool = False) -> list[Verdict]:
     "Run each program (then its tests) in the sandbox; verdicts aligned with `programs`."
+    with self._lock: return _run_batch(self, programs, tests, progress)
+
+def _run_batch(self, programs, tests, progress):
     programs = list(programs)
     tests = [tuple(t) for t in tests] if tests is not None else [()] * len(programs)
     if len(tests) != len(programs): raise ValueError(f'{len(programs)} programs but {len(tests)} test lists')
