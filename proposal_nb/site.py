@@ -15,12 +15,12 @@ from .zbins import Z_BIN_LABELS
 __all__ = ['SCHEMA', 'TABLE_EXTS', 'HEADLINE', 'REPORT_CARD', 'ZBIN_LABELS', 'PROMPT_SIGNAL', 'PAGES', 'VENDOR_JS', 'CSS',
            'SITE_JS', 'CHROMIUM_FLAGS', 'Run', 'find_runs', 'read_table', 'arm_of', 'default_arm', 'collect', 'step_of',
            'zbin_labels', 'rates_table', 'Heldout', 'heldout_tables', 'synthetic_results', 'chart_spec', 'chart_specs',
-           'spec_values', 'thin', 'training_chart', 'metric_band_chart', 'paired_chart', 'rates_charts', 'bin_table',
-           'bins_chart', 'updown_table', 'prompt_chart', 'prompt_details', 'table_chart', 'Page', 'headline_table',
-           'page_overview', 'page_rates', 'page_training', 'page_heldout', 'page_bins', 'page_prompts',
-           'page_report_card', 'page_calibration', 'breakeven_charts', 'page_breakeven', 'run_page', 'render_page',
-           'write_vendor', 'build_site', 'main', 'page_for', 'show_page', 'find_chromium', 'Chromium', 'PageCheck',
-           'check_site']
+           'spec_values', 'thin', 'training_chart', 'from_base', 'metric_band_chart', 'paired_chart', 'rates_charts',
+           'bin_table', 'bins_chart', 'updown_table', 'prompt_chart', 'prompt_details', 'table_chart', 'Page',
+           'headline_table', 'page_overview', 'page_rates', 'page_training', 'page_heldout', 'page_bins',
+           'page_prompts', 'page_report_card', 'page_calibration', 'breakeven_charts', 'page_breakeven', 'run_page',
+           'render_page', 'write_vendor', 'build_site', 'main', 'page_for', 'show_page', 'find_chromium', 'Chromium',
+           'PageCheck', 'check_site']
 
 # %% ../nbs/38_site.ipynb #c005
 SCHEMA = {  # file stem: (pages that read it, what it holds)
@@ -90,7 +90,7 @@ def arm_of(df:pd.DataFrame, # a table of one run
 
 def default_arm(run:Run)->str:
     "Arm of a run's rows that name none: its config's `arm`, else the folder name."
-    return str(run.config.get("arm", run.name))
+    return str(run.config.get("arm") or run.name)
 
 def collect(runs:Sequence[Run], # runs to read
             stem:str, # table name
@@ -104,7 +104,7 @@ def collect(runs:Sequence[Run], # runs to read
         t = t.copy(); t["arm"] = arm_of(t, default_arm(r)).to_numpy(); t["source"] = r.name
         if "checkpoint" in t.columns and not had_arm:
             t["checkpoint"] = t["checkpoint"].astype(str).str.split("/", n=1).str[-1]
-        frames.append(t)
+        frames.append(t[["source", "arm", *[c for c in t.columns if c not in ("source", "arm")]]])
     return pd.concat(frames, ignore_index=True) if frames else None
 
 # %% ../nbs/38_site.ipynb #c010
@@ -307,12 +307,19 @@ def training_chart(log:pd.DataFrame, # stacked train_log tables (step, arm, nume
     ).properties(width=260, height=150).facet(facet=alt.Facet("metric:N", title=None), columns=3).resolve_scale(y="independent")
 
 # %% ../nbs/38_site.ipynb #c023
+def from_base(df:pd.DataFrame, # rows with an `arm` column, the untrained model's arm named 'base'
+             )->pd.DataFrame:
+    "Add a copy of the base rows to every other arm, so each arm's line starts at the base model (step 0)."
+    if "arm" not in df.columns or not (df.arm == "base").any(): return df
+    base, others = df[df.arm == "base"], [a for a in pd.unique(df.arm) if a != "base"]
+    return pd.concat([df, *[base.assign(arm=a) for a in others]], ignore_index=True)
+
 def metric_band_chart(summary:pd.DataFrame, # Heldout.summary rows
                       metrics:Sequence[str]|None=None, # metrics to show (default: all)
                      ):
     "Macro metric vs step with 95% CI band per arm, one panel per metric."
     alt = _alt()
-    d = summary if metrics is None else summary[summary.metric.isin(list(metrics))]
+    d = from_base(summary if metrics is None else summary[summary.metric.isin(list(metrics))])
     base = alt.Chart().encode(x=alt.X("step:Q", title="training step"), color=alt.Color("arm:N"))
     band = base.mark_area(opacity=0.18).encode(y=alt.Y("lo:Q", title="macro mean (95% CI)"), y2="hi:Q")
     line = base.mark_line(point=True).encode(y="estimate:Q", tooltip=["source", "arm", "checkpoint", "metric",
@@ -337,8 +344,11 @@ def paired_chart(paired:pd.DataFrame, # Heldout.paired rows of one reference (a)
 # %% ../nbs/38_site.ipynb #c025
 def rates_charts(rates:pd.DataFrame, # rates_table output
                 ):
-    "Histograms of Z(x) and C(x) (stacked by library when present) and a Z–C scatter with tooltips."
+    "Histograms of Z(x) and C(x) (stacked by library when present) and a Z–C scatter with tooltips; one row per potential."
     alt = _alt()
+    if "potential" in rates.columns and rates.potential.nunique() > 1:
+        return alt.vconcat(*[rates_charts(g.drop(columns="potential")).properties(title=f"potential: {k}")
+                             for k, g in rates.groupby("potential", sort=False)])
     tag = next((c for c in ("library", "difficulty", "split") if c in rates.columns), None)
     col = alt.Color(f"{tag}:N") if tag else alt.value("steelblue")
     hist = lambda f, t: alt.Chart(rates).mark_bar().encode(
@@ -371,7 +381,7 @@ def bins_chart(bins:pd.DataFrame, # from bin_table
     band = base.mark_area(opacity=0.15).encode(y=alt.Y("lo:Q", title=f"mean {metric} (95% CI)"), y2="hi:Q")
     line = base.mark_line(point=True).encode(y="estimate:Q", tooltip=["zbin", "arm", "checkpoint", "prompts",
         alt.Tooltip("estimate:Q", format=".3f"), alt.Tooltip("lo:Q", format=".3f"), alt.Tooltip("hi:Q", format=".3f")])
-    return alt.layer(band, line, data=bins).properties(width=170, height=150).facet(
+    return alt.layer(band, line, data=from_base(bins)).properties(width=170, height=150).facet(
         facet=alt.Facet("zbin:N", sort=ZBIN_LABELS, title=None), columns=5)
 
 def updown_table(per_prompt:pd.DataFrame, # Heldout.per_prompt of one source with zbin
@@ -390,7 +400,10 @@ def updown_table(per_prompt:pd.DataFrame, # Heldout.per_prompt of one source wit
         b = t.checkpoint[t.step == t.step.max()].iloc[0]
         _, counts = up_down(t, rates, a, b, metric, threshold)
         out.append(counts.assign(arm=arm, first=a, last=b))
-    return pd.concat(out, ignore_index=True)[["arm", "first", "last", "zbin", "up", "flat", "down"]] if out else pd.DataFrame()
+    if not out: return pd.DataFrame()
+    t = pd.concat(out, ignore_index=True)[["arm", "first", "last", "zbin", "up", "flat", "down"]]
+    t.columns.name = None
+    return t
 
 # %% ../nbs/38_site.ipynb #c028
 PROMPT_SIGNAL = "prompt"  # name of the selection parameter the detail panel listens to
@@ -415,7 +428,7 @@ def prompt_chart(per_prompt:pd.DataFrame, # Heldout.per_prompt (+ Z, C when know
         opacity=alt.condition(sel, alt.value(1.0), alt.value(0.35)),
         size=alt.condition(sel, alt.value(140), alt.value(50)),
         tooltip=tips).add_params(sel).properties(width=220, height=200).facet(column=alt.Column("arm:N", title=None))
-    traj = alt.Chart(pp).mark_line(point=True).encode(
+    traj = alt.Chart(from_base(pp)).mark_line(point=True).encode(
         x=alt.X("step:Q", title="training step"), y=alt.Y(f"{metric}:Q", title=f"selected prompt: {metric}"),
         color="arm:N", detail="prompt_id:N", tooltip=tips).transform_filter({"param": PROMPT_SIGNAL, "empty": False}).properties(width=480, height=160)
     return alt.vconcat(sc, traj)
@@ -447,7 +460,8 @@ def table_chart(df:pd.DataFrame, # a table: label column(s) and numeric columns
     text = [c for c in df.columns if c not in num and not pd.api.types.is_numeric_dtype(df[c]) and c not in ("source",)]
     label = label or next((c for c in ("checkpoint", "bucket") if c in df.columns), None) or next((c for c in text if c != "arm"), None) or "arm"
     d = df.copy()
-    if label == "checkpoint" and "arm" in d.columns: d["label"] = d["arm"].astype(str) + "/" + d["checkpoint"].astype(str)
+    if label == "checkpoint" and "arm" in d.columns:
+        d["label"] = np.where(d.arm.astype(str) == d.checkpoint.astype(str), d.checkpoint.astype(str), d.arm.astype(str) + "/" + d.checkpoint.astype(str))
     else: d["label"] = d[label].astype(str)
     arms = "arm" in d.columns
     if not arms: d["arm"] = ""
@@ -490,6 +504,7 @@ def headline_table(ho:Heldout, metrics:Sequence[str]=HEADLINE)->pd.DataFrame:
     last = s[s.step == s.groupby(["source", "arm"]).step.transform("max")].copy()
     last["value"] = [_fmt_ci(e, l, h) for e, l, h in zip(last.estimate, last.lo, last.hi)]
     t = last.pivot_table(index=["source", "arm", "checkpoint"], columns="metric", values="value", aggfunc="first").reset_index()
+    t.columns.name = None
     return t[["source", "arm", "checkpoint", *[m for m in metrics if m in t.columns]]]
 
 def page_overview(runs, results, ctx)->Page:

@@ -1,10 +1,12 @@
 """The built results site in headless Chromium: every page loads with no console error, every chart renders (SVG
-with data marks), a click on a prompt shows its details, and a screenshot of each page is saved.
+with data marks), a click on a prompt shows its details and highlights it in every arm, and a screenshot of each
+page is saved.
 
-The site is built from synthetic run folders (`proposal_nb.site.synthetic_results`), so the test exercises every
-page before real runs exist. Chromium comes from Debian's `chromium` package: when it is missing, the test installs
-it with apt-get (scripts/setup_browser.sh); it skips, saying why, only when apt-get itself is unavailable.
-Screenshots go to $SITE_SCREENSHOTS when set, else to the test's tmp folder (printed)."""
+The site is built from synthetic run folders (`proposal_nb.site.synthetic_results`, three trained arms), so the test
+exercises every page before real runs exist. Chromium comes from Debian's `chromium` package: when it is missing, the
+test installs it with scripts/setup_browser.sh (apt-get, about a minute); it skips, saying why, only when apt-get
+itself is unavailable. Screenshots go to $SITE_SCREENSHOTS when set, else to the test's tmp folder (printed).
+One test function on purpose: under pytest-xdist the site is built and the browser installed once."""
 import os
 import shutil
 import subprocess
@@ -20,87 +22,74 @@ PAGES = ["index.html", "zc.html", "training.html", "heldout.html", "bins.html", 
          "calibration.html", "breakeven.html"]
 
 
-@pytest.fixture(scope="module")
 def chromium():
+    "The chromium executable, installed with apt-get when missing; skip only when apt-get is unavailable."
     exe = find_chromium()
     if exe: return exe
     if not shutil.which("apt-get"):
         pytest.skip("no chromium on PATH and no apt-get to install it: install Debian's 'chromium' package to run this test")
-    r = subprocess.run(["bash", str(ROOT / "scripts" / "setup_browser.sh")], capture_output=True, text=True, timeout=600)
+    r = subprocess.run(["bash", str(ROOT / "scripts" / "setup_browser.sh")], capture_output=True, text=True, timeout=900)
     exe = find_chromium()
     assert exe, f"scripts/setup_browser.sh did not install chromium (exit {r.returncode}):\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}"
     return exe
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    root = tmp_path_factory.mktemp("site")
-    synthetic_results(root / "results", arms=("iguana", "msc", "rbmsc"), n_prompts=30)
-    pages = build_site(root / "results", root / "_build", n_boot=300)
-    return root / "_build", pages
+def read_panel(b:Chromium)->dict:
+    "Click the first visible point of the per-prompt chart and read what the page shows."
+    pt = b.eval(_POINT_JS)
+    assert pt, "no point to click in the per-prompt chart"
+    b.click(pt["x"], pt["y"])
+    t = time.time()
+    while time.time() - t < 5 and not b.eval("document.getElementById('prompt-panel').dataset.prompt || ''"): time.sleep(0.05)
+    return dict(
+        pid=b.eval("document.getElementById('prompt-panel').dataset.prompt"),
+        text=b.eval("document.getElementById('prompt-panel').innerText"),
+        rows=b.eval("document.querySelectorAll('#prompt-panel table tr').length"),
+        # fully opaque points: the selected prompt in each arm's panel, and the points of its trajectory below
+        lit=b.eval("""Array.from(document.querySelectorAll('g.mark-symbol.role-mark > path'))
+                      .filter(p => (p.getAttribute('opacity') || p.style.opacity) === '1').length"""),
+        lines=b.eval("document.querySelectorAll('g.mark-line.role-mark > path').length"))
 
 
-@pytest.fixture(scope="module")
-def checks(site, chromium, tmp_path_factory):
-    shots = Path(os.environ.get("SITE_SCREENSHOTS") or tmp_path_factory.mktemp("screenshots"))
-    out = check_site(site[0], shots, chromium)
-    print(f"\nscreenshots of {len(out)} pages in {shots}")
-    return {c.page: c for c in out}
-
-
-def test_every_page_is_built(site):
-    names = [p.name for p in site[1]]
+def test_site_in_headless_chromium(tmp_path):
+    exe = chromium()
+    t0 = time.time()
+    synthetic_results(tmp_path / "results", arms=("iguana", "msc", "rbmsc"), n_prompts=30)
+    pages = build_site(tmp_path / "results", tmp_path / "_build", n_boot=300)
+    names = [p.name for p in pages]
     assert names[:len(PAGES)] == PAGES, names
-    assert {"run-heldout.html", "run-theory.html", "run-train_rbmsc.html"} <= set(names)
+    assert {"run-heldout.html", "run-theory.html", "run-train_rbmsc.html"} <= set(names), names
+    t1 = time.time()
 
+    shots = Path(os.environ.get("SITE_SCREENSHOTS") or tmp_path / "screenshots")
+    checks = {c.page: c for c in check_site(tmp_path / "_build", shots, exe)}
+    print(f"\nsite built in {t1 - t0:.1f}s, {len(checks)} pages checked in {time.time() - t1:.1f}s; screenshots in {shots}")
+    assert set(checks) == set(names)
 
-def test_pages_load_without_console_errors(checks, site):
-    assert set(checks) == {p.name for p in site[1]}
+    # every page loads with no console error
     bad = {p: c.errors for p, c in checks.items() if c.errors}
     assert not bad, bad
-
-
-def test_every_chart_renders_marks(checks):
+    # every chart renders: an SVG with data marks
     n = 0
     for page, c in checks.items():
         for ch in c.charts:
-            assert ch["svg"] + ch["canvas"] > 0, (page, ch)
-            assert ch["marks"] > 0, (page, ch)
+            assert ch["svg"] + ch["canvas"] > 0 and ch["marks"] > 0, (page, ch)
             n += 1
-    assert n >= 15, n   # the synthetic site has at least this many charts
-
-
-def test_click_on_a_prompt_shows_its_details(checks):
-    c = checks["prompts.html"]
-    assert c.prompt and c.prompt.startswith("p"), c.prompt
-
-
-def test_prompt_panel_content(site, chromium):
-    """Click a prompt, then read the panel: its text, Z, C and one row per arm and checkpoint; the same prompt is
-    highlighted (full opacity) in every arm's panel."""
-    with Chromium(chromium) as b:
-        b.goto((site[0] / "prompts.html").as_uri(), "window.__siteReady")
-        pt = b.eval(_POINT_JS)
-        b.click(pt["x"], pt["y"])
-        t = time.time()
-        while time.time() - t < 5 and not b.eval("document.getElementById('prompt-panel').dataset.prompt || ''"): time.sleep(0.05)
-        text = b.eval("document.getElementById('prompt-panel').innerText")
-        pid = b.eval("document.getElementById('prompt-panel').dataset.prompt")
-        rows = b.eval("document.querySelectorAll('#prompt-panel table tr').length")
-        # fully opaque points: the selected prompt in each of the 4 arms' panels (base, iguana, msc, rbmsc), and the
-        # points of its trajectory below; every other prompt is faded
-        lit = b.eval("""Array.from(document.querySelectorAll('g.mark-symbol.role-mark > path'))
-                        .filter(p => (p.getAttribute('opacity') || p.style.opacity) === '1').length""")
-        trajectory = b.eval("document.querySelectorAll('g.mark-line.role-mark > path').length")
-        assert not b.errors(), b.errors()
-    assert f"def task_{int(pid[1:])}(xs)" in text, text
-    assert "Z = " in text and "C = " in text, text
-    assert rows == 1 + 1 + 3 * 2, rows          # header + base + 3 arms x 2 checkpoints
-    assert lit == 4 + (rows - 1), lit          # one lit point per arm in the scatter + the trajectory's 7 points
-    assert trajectory >= 1, trajectory
-
-
-def test_screenshots_saved(checks):
+    assert n >= 15, n
+    # a click on a prompt fills the detail panel
+    assert checks["prompts.html"].prompt and checks["prompts.html"].prompt.startswith("p"), checks["prompts.html"].prompt
+    # a screenshot per page
     for page, c in checks.items():
-        assert c.screenshot.exists() and c.screenshot.stat().st_size > 10_000, (page, c.screenshot)
-        assert c.screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert c.screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and c.screenshot.stat().st_size > 10_000, (page, c.screenshot)
+
+    # the panel's content and the highlight across arms
+    with Chromium(exe) as b:
+        b.goto((tmp_path / "_build" / "prompts.html").as_uri(), "window.__siteReady")
+        got = read_panel(b)
+        assert not b.errors(), b.errors()
+    assert f"def task_{int(got['pid'][1:])}(xs)" in got["text"], got["text"]      # the prompt's text
+    assert "Z = " in got["text"] and "C = " in got["text"], got["text"]
+    assert got["rows"] == 1 + 1 + 3 * 2, got["rows"]         # header + base + 3 arms x 2 checkpoints
+    # one lit point per arm (4 panels) + the trajectory: 7 values, plus the base point repeated at the start of 3 arms
+    assert got["lit"] == 4 + (got["rows"] - 1) + 3, got["lit"]
+    assert got["lines"] >= 3, got["lines"]                   # the trajectory of each trained arm
