@@ -10,7 +10,7 @@ from .tasks import Task, build_program, extract_program
 from .sandbox import Executor, Verdict
 
 # %% auto #0
-__all__ = ['no_error_tests', 'Potential', 'make_potential']
+__all__ = ['no_error_tests', 'Potential', 'no_error', 'strict', 'tiered', 'correctness', 'exact_match', 'make_potential']
 
 # %% ../nbs/22_potentials.ipynb #c005
 def _normalise(code: str) -> str:
@@ -62,6 +62,14 @@ class Potential:
         return np.array([self.score(t, v) for t, v in zip(tasks, self.grade(tasks, completions, progress))], dtype=float)
 
     def __repr__(self): return f'Potential({self.kind!r})'
+
+def no_error(executor: Executor, require_entry_point: bool = True) -> Potential:
+    "Runs without raising (failed assertions tolerated)."
+    return Potential('no_error', executor, require_entry_point)
+def strict(executor: Executor) -> Potential: "Passes all public tests."; return Potential('strict', executor)
+def tiered(executor: Executor) -> Potential: "Fraction of public tests passed."; return Potential('tiered', executor)
+def correctness(executor: Executor) -> Potential: "Passes all hidden tests."; return Potential('correctness', executor)
+def exact_match() -> Potential: "Equals the reference solution (whitespace-normalised)."; return Potential('exact_match')
 
 def make_potential(name: str, executor: Executor | None = None, **executor_kwargs) -> Potential:
     "A potential by name; builds an Executor (sized to the machine) from `executor_kwargs` when none is given."

@@ -400,14 +400,15 @@ class Executor:
                  namespaces: bool = True, landlock: bool = True, cgroups: bool = True,  # isolation layers to try
                  guard: int = 8,  # a batch of >= guard distinct programs all stopped by the wall backstop raises
                  python: str | None = None,  # interpreter for the server; default: this one
-                 cache: bool = True):  # reuse verdicts of identical (program, tests, limits)
+                 cache: bool = True,  # reuse verdicts of identical (program, tests, limits)
+                 cache_size: int = 200_000):  # verdicts kept in the cache (oldest dropped first)
         self.cpu, self.memory_mb, self.warm = cpu_seconds, memory_mb, warm
         self.wall = wall_seconds if wall_seconds is not None else 10 * max(1, math.ceil(cpu_seconds)) + 10
         self.warm_imports, self.workers = tuple(warm_imports), workers or os.cpu_count() or 1
         self.output_limit, self.keep_output, self.nproc, self.fsize = output_limit, keep_output, nproc, file_mb << 20
         self.flags = dict(namespaces=namespaces, landlock=landlock, cgroups=cgroups)
         self.guard, self.python, self.cache = guard, python or sys.executable, {} if cache else None
-        self.scratch_mb = scratch_mb
+        self.scratch_mb, self.cache_size = scratch_mb, cache_size
         self.proc, self.isolation, self._n, self._lock = None, None, 0, threading.Lock()
 
     def start(self):
@@ -525,7 +526,9 @@ def _run_batch(self, programs, tests, progress):
     if len(walls) >= self.guard and all(walls):
         raise InfrastructureError(f'all {len(walls)} programs of the batch hit the wall-clock backstop ({self.wall}s): '
                                   'the machine is starved or the sandbox is broken')
-    if self.cache is not None: self.cache.update((k, done[k]) for k in keys)
+    if self.cache is not None:
+        self.cache.update((k, done[k]) for k in keys)
+        while len(self.cache) > self.cache_size: del self.cache[next(iter(self.cache))]
     return [done[k] for k in keys]
 
 Executor.run = _run

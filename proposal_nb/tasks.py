@@ -118,9 +118,11 @@ def load_embedded() -> list[Task]:
 _FENCE = re.compile(r'```[ \t]*([\w+.-]*)[^\n]*\n(.*?)(?:```|\Z)', re.S)
 
 def extract_program(completion: str) -> str:
-    "The last fenced code block of `completion`, or the completion itself."
+    "The last Python (or unlabelled) fenced code block of `completion`, else its last block, else the completion."
     blocks = _FENCE.findall(completion)
-    return blocks[-1][1].rstrip() + '\n' if blocks else completion
+    if not blocks: return completion
+    py = [code for lang, code in blocks if lang.lower() in ('', 'python', 'py', 'python3')]
+    return (py or [blocks[-1][1]])[-1].rstrip() + '\n'
 
 # %% ../nbs/20_tasks.ipynb #c018
 def build_program(task: Task, completion: str) -> str:
