@@ -271,10 +271,11 @@ def make_bundles(tasks:Sequence[Task], # candidate tasks (function tasks with >=
             for b, g in enumerate(pick[i:i + size] for i in range(0, len(pick), size))]
 
 def bundle_prompt(bundle:Bundle)->str:
-    "The request: the five problems, each with its shown example."
+    "The request: the five problems, each with its shown example (added unless the task's prompt already shows it)."
     parts = [f"Write the following {len(bundle.tasks)} Python functions, all in one ```python code block.\n"]
     for i, (t, a) in enumerate(zip(bundle.tasks, bundle.shown)):
-        parts.append(f"{i + 1}. {t.prompt.strip()}\nExample: {a.strip()}\n")
+        ex = "" if a.strip() in t.prompt else f"\nExample: {a.strip()}"
+        parts.append(f"{i + 1}. {t.prompt.strip()}{ex}\n")
     return "\n".join(parts)
 
 def refine_prompt(bundle:Bundle, # the bundle
