@@ -334,8 +334,9 @@ def _server_main():
     # cgroups first: named by this (outer) pid, which stays alive as the namespace's parent while we serve
     cgroups = _make_cgroups(cfg['workers'], cfg['nproc'] + 2) if cfg['cgroups'] else []
     ns = _enter_namespaces(cfg['scratch'], cfg['scratch_mb']) if cfg['namespaces'] else 'none'
-    info = dict(namespaces=ns, landlock=landlock_abi(), cgroups=False, scratch='tmpfs' if 'tmpfs' in ns else 'disk')
-    cfg['landlock_on'] = bool(cfg['landlock'] and info['landlock'] > 0)
+    info = dict(namespaces=ns, landlock=landlock_abi() if cfg['landlock'] else 0, cgroups=False,
+                scratch='tmpfs' if 'tmpfs' in ns else 'disk')  # landlock: the ABI applied to programs (0: none)
+    cfg['landlock_on'] = info['landlock'] > 0
     for m in cfg['warm_imports']:
         try: __import__(m)
         except Exception as e: os.write(1, f'E cannot import warm library {m!r}: {e!r}\n'.encode()); return
