@@ -168,8 +168,7 @@ def _sweep(pgid: int, cgroup: str | None, rounds: int = 200):
 # %% ../nbs/21_sandbox.ipynb #c016
 def _confine(req: dict, rundir: str, out_w: int, err_w: int, st_w: int):
     "Apply the confinement layers to the current (program) process."
-    os.setsid()
-    if req.get('cgroup'): Path(req['cgroup'], 'cgroup.procs').write_text(str(os.getpid()))
+    os.setsid()  # (the cgroup is inherited from the slot worker at fork: no migration needed)
     null = os.open(os.devnull, os.O_RDONLY)
     for src, dst in ((null, 0), (out_w, 1), (err_w, 2), (st_w, 3)): os.dup2(src, dst)
     os.closerange(4, 1 << 16)

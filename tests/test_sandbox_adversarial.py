@@ -72,6 +72,21 @@ def _procs_with(text: str) -> list[int]:
     return out
 
 
+def _descendants(root: int) -> list[int]:
+    "Live (non-zombie) processes below `root` (this executor's server), with their outer pids."
+    kids = {}
+    for p in Path('/proc').iterdir():
+        if p.name.isdigit():
+            try:
+                st = (p / 'stat').read_text().rsplit(')', 1)[1].split()
+                if st[0] != 'Z': kids.setdefault(int(st[1]), []).append(int(p.name))
+            except OSError: pass
+    out, todo = [], [root]
+    while todo:
+        for c in kids.get(todo.pop(), []): out.append(c); todo.append(c)
+    return out
+
+
 @pytest.fixture(scope='module')
 def listener():
     "A TCP listener on this host's loopback that records every connection it accepts."
@@ -102,11 +117,11 @@ def results(listener, secret_holder):
     # a generous wall-clock backstop: on a loaded machine it must never decide a CPU-bound verdict
     with Executor(cpu_seconds=1, wall_seconds=60, memory_mb=1024, workers=2, scratch_mb=128, file_mb=64,
                   warm_imports=('numpy',), guard=10**9) as ex:
-        before = _procs_with('_server_main')
+        before = _descendants(ex.proc.pid)  # the server and its slot workers
         t0 = time.time()
         verdicts = ex.run([c[1] for c in cases])
         secs = time.time() - t0
-        after = _procs_with('_server_main')
+        after = _descendants(ex.proc.pid)
         alive = ex.run(['print(6 * 7)'])[0]
         yield dict(cases=cases, verdicts=verdicts, before=before, after=after, alive=alive, secs=secs, isolation=ex.isolation)
 
@@ -137,6 +152,7 @@ def test_contained_with_right_verdict(results, i):
 def test_no_leaked_processes(results):
     time.sleep(0.2)
     assert _procs_with(f'1000.{MARK}') == [] and _procs_with(f'1001.{MARK}') == []
+    assert len(results['before']) >= 2  # at least the two slot workers (plus the server's pid-1 half in a pid namespace)
     assert sorted(results['before']) == sorted(results['after']), 'sandbox processes left behind after the batch'
 
 
