@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Sequence
 import numpy as np
 from .tasks import Task, build_program, extract_program
-from .sandbox import Executor, Verdict
+from .sandbox import Executor, Verdict, InfrastructureError
 
 # %% auto #0
 __all__ = ['no_error_tests', 'Potential', 'no_error', 'strict', 'tiered', 'correctness', 'exact_match', 'make_potential']
@@ -41,8 +41,11 @@ class Potential:
     def grade(self, tasks: Sequence[Task], completions: Sequence[str], progress: bool = False) -> list[Verdict]:
         "Sandbox verdicts of each completion under this potential's tests."
         if len(tasks) != len(completions): raise ValueError(f'{len(tasks)} tasks but {len(completions)} completions')
-        return self.executor.run([build_program(t, c) for t, c in zip(tasks, completions)],
-                                 [self.tests(t) for t in tasks], progress=progress)
+        try: return self.executor.run([build_program(t, c) for t, c in zip(tasks, completions)],
+                                      [self.tests(t) for t in tasks], progress=progress)
+        except InfrastructureError as e:
+            ids = sorted({t.id for t in tasks})
+            raise InfrastructureError(f'{e} (while grading {self.kind} on {len(tasks)} completions of tasks {ids[:3]}...)') from e
 
     def score(self, task: Task, v: Verdict) -> float:
         "Value of one verdict."
