@@ -108,11 +108,10 @@ def seen_masks(prompt_ids:Sequence[Sequence[int]], # prompts (unpadded)
     B, T = targets.shape
     base = torch.zeros(B, vocab, dtype=torch.bool)
     for i, p in enumerate(_as_lists(prompt_ids)): base[i, p] = True
-    step = torch.zeros(B, T, vocab, dtype=torch.bool)
-    if T > 1:
-        prev = torch.where(target_mask[:, :-1], targets[:, :-1], vocab)   # the token emitted before step t
-        step[:, 1:] = torch.nn.functional.one_hot(prev, vocab+1)[..., :vocab].bool()
-    return step.cummax(dim=1).values | base[:, None, :]
+    first = torch.full((B, vocab + 1), T, dtype=torch.long)    # the step at which each token is first emitted
+    toks = torch.where(target_mask, targets, vocab)
+    first.scatter_reduce_(1, toks, torch.arange(T).expand(B, T).contiguous(), reduce="amin")
+    return (torch.arange(T)[None, :, None] > first[:, None, :vocab]) | base[:, None, :]
 
 # %% ../nbs/24_densities.ipynb #c019
 def _device(model): return next(model.parameters()).device
