@@ -12,15 +12,15 @@ import pandas as pd
 from .zbins import Z_BIN_LABELS
 
 # %% auto #0
-__all__ = ['SCHEMA', 'TABLE_EXTS', 'HEADLINE', 'REPORT_CARD', 'ZBIN_LABELS', 'PROMPT_SIGNAL', 'PAGES', 'VENDOR_JS', 'CSS',
-           'SITE_JS', 'CHROMIUM_FLAGS', 'Run', 'find_runs', 'read_table', 'arm_of', 'default_arm', 'collect', 'step_of',
-           'zbin_labels', 'rates_table', 'Heldout', 'heldout_tables', 'synthetic_results', 'chart_spec', 'chart_specs',
-           'spec_values', 'thin', 'training_chart', 'from_base', 'metric_band_chart', 'paired_chart', 'rates_charts',
-           'bin_table', 'bins_chart', 'updown_table', 'prompt_chart', 'prompt_details', 'table_chart', 'Page',
-           'headline_table', 'page_overview', 'page_rates', 'page_training', 'page_heldout', 'page_bins',
-           'page_prompts', 'page_report_card', 'page_calibration', 'breakeven_charts', 'page_breakeven', 'run_page',
-           'render_page', 'write_vendor', 'build_site', 'main', 'page_for', 'show_page', 'find_chromium', 'Chromium',
-           'PageCheck', 'check_site']
+__all__ = ['SCHEMA', 'TABLE_EXTS', 'HEADLINE', 'REPORT_CARD', 'ZBIN_LABELS', 'PROMPT_SIGNAL', 'CONTROL_TABLES', 'PAGES',
+           'VENDOR_JS', 'CSS', 'SITE_JS', 'CHROMIUM_FLAGS', 'Run', 'find_runs', 'read_table', 'arm_of', 'default_arm',
+           'collect', 'step_of', 'zbin_labels', 'rates_table', 'Heldout', 'heldout_tables', 'synthetic_results',
+           'chart_spec', 'chart_specs', 'spec_values', 'thin', 'training_chart', 'from_base', 'metric_band_chart',
+           'paired_chart', 'rates_charts', 'bin_table', 'bins_chart', 'updown_table', 'prompt_chart', 'prompt_details',
+           'table_chart', 'Page', 'headline_table', 'page_overview', 'page_rates', 'page_training', 'page_heldout',
+           'page_bins', 'page_prompts', 'page_report_card', 'page_calibration', 'breakeven_charts', 'page_breakeven',
+           'run_page', 'render_page', 'write_vendor', 'build_site', 'main', 'page_for', 'show_page', 'find_chromium',
+           'Chromium', 'PageCheck', 'check_site']
 
 # %% ../nbs/38_site.ipynb #c005
 SCHEMA = {  # file stem: (pages that read it, what it holds)
@@ -243,7 +243,11 @@ def synthetic_results(root:Path|str, # folder that receives the run folders
     buckets = ["0", "≤¼", "¼–½", "½–¾", "¾–90%", "90%–all-but-one", "all"]
     rate = np.linspace(0.02, 0.8, len(buckets))
     write("calibration", dict(kind="calibration", model=model, seed=seed),
-          calibration=pd.DataFrame(dict(bucket=buckets, n=rng.integers(5, 60, len(buckets)), pass_rate=rate, lo=rate * 0.7, hi=np.minimum(rate * 1.3, 1))))
+          calibration=pd.DataFrame(dict(bucket=buckets, n=rng.integers(5, 60, len(buckets)), pass_rate=rate, lo=rate * 0.7, hi=np.minimum(rate * 1.3, 1))),
+          primary=pd.DataFrame(dict(arm=["resample", "solo", "ring", "star"], pass_rate=[0.3, 0.34, 0.38, 0.36], pass_lo=[0.2, 0.25, 0.28, 0.27],
+                                    pass_hi=[0.4, 0.44, 0.48, 0.46], gain=[0, 0.04, 0.08, 0.06], gain_lo=[0, -0.02, 0.01, -0.01],
+                                    gain_hi=[0, 0.1, 0.15, 0.13], bar=0.0, verdict=["reference", "no", "clears", "no"])),
+          rescue=pd.DataFrame(dict(arm=["resample", "solo"], failed_first=[20, 22], rescue=[0.2, 0.3], lo=[0.1, 0.15], hi=[0.35, 0.45])))
     from proposal_nb.breakeven import synthetic_breakeven_inputs, training_bill, per_sample_costs, breakeven, export_breakeven
     for j, a in enumerate(arms):
         br, trained, blog = synthetic_breakeven_inputs(n_prompts, steps=(50, 100, 200, 400, 800), gain=1.5 + j,
@@ -453,10 +457,13 @@ def prompt_details(per_prompt:pd.DataFrame, # Heldout.per_prompt (+ Z, C, tags)
 def table_chart(df:pd.DataFrame, # a table: label column(s) and numeric columns
                 label:str|None=None, # the category column (default: checkpoint, bucket or the first text column)
                 mark:str="point", # 'point' or 'bar'
+                cis:dict|None=None, # {column: (lo column, hi column)} where the names do not follow <col>_lo/<col>_hi
                ):
     "One panel per numeric column: value per label (coloured by arm), with CI rules from <col>_lo/<col>_hi (or lo/hi around it)."
     alt = _alt()
-    num = [c for c in df.columns if pd.api.types.is_numeric_dtype(df[c]) and not re.search(r"(_lo|_hi|^lo|^hi)$", c) and c != "step"]
+    ci_cols = {x for v in (cis or {}).values() for x in v}
+    num = [c for c in df.columns if pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])
+           and not re.search(r"(_lo|_hi|^lo|^hi)$", c) and c != "step" and c not in ci_cols]
     text = [c for c in df.columns if c not in num and not pd.api.types.is_numeric_dtype(df[c]) and c not in ("source",)]
     label = label or next((c for c in ("checkpoint", "bucket") if c in df.columns), None) or next((c for c in text if c != "arm"), None) or "arm"
     d = df.copy()
@@ -467,7 +474,7 @@ def table_chart(df:pd.DataFrame, # a table: label column(s) and numeric columns
     if not arms: d["arm"] = ""
     rows = []
     for c in num:
-        lo, hi = (f"{c}_lo", f"{c}_hi") if f"{c}_lo" in d.columns and f"{c}_hi" in d.columns else (None, None)
+        lo, hi = (f"{c}_lo", f"{c}_hi") if f"{c}_lo" in d.columns and f"{c}_hi" in d.columns else (cis or {}).get(c, (None, None))
         if lo is None and {"lo", "hi"} <= set(d.columns) and ((d.lo <= d[c]) & (d[c] <= d.hi)).all(): lo, hi = "lo", "hi"
         rows.append(pd.DataFrame(dict(label=d["label"], arm=d["arm"].astype(str), metric=c, value=d[c].astype(float),
                                       lo=d[lo].astype(float) if lo else np.nan, hi=d[hi].astype(float) if hi else np.nan)))
@@ -606,13 +613,25 @@ def page_report_card(runs, results, ctx)->Page|None:
               "and upper bound) and wacc with its CI. Infinite values are left out of the chart and shown in the table."),
         ("chart", table_chart(t[cols].drop(columns=["source"], errors="ignore"))), ("table", t)])
 
+CONTROL_TABLES = {  # calibration run tables of the positive control: (charted columns, their CIs)
+    "primary":   (["pass_rate", "gain"], {"pass_rate": ("pass_lo", "pass_hi"), "gain": ("gain_lo", "gain_hi")}),
+    "rescue":    (["rescue"], {"rescue": ("lo", "hi")}),
+    "anchoring": (["similarity"], {"similarity": ("lo", "hi")}),
+}
+
 def page_calibration(runs, results, ctx)->Page|None:
-    "Calibration: share of visible tests passed vs hidden pass rate."
+    "Calibration: share of visible tests passed vs hidden pass rate, and the positive control's arms."
     t = collect(runs, "calibration")
     if t is None: return None
     d = t.drop(columns=["source"] + (["arm"] if t.arm.nunique() == 1 else []))
-    return Page("calibration", "Calibration", [("p", "Does the fitness predict the pass? Each row is a bucket."),
-                                               ("chart", table_chart(d, mark="bar")), ("table", t)])
+    blocks = [("p", "Does the fitness predict the pass? Each row is a bucket of the share of visible tests passed; "
+                    "the bar is the rate of passing every hidden test (95% CI)."), ("chart", table_chart(d, mark="bar")), ("table", t)]
+    for stem, (cols, cis) in CONTROL_TABLES.items():
+        c = collect(runs, stem)
+        if c is None: continue
+        keep = ["arm", *[x for x in cols if x in c.columns], *[x for k in cols if k in cis for x in cis[k] if x in c.columns]]
+        blocks += [("h2", f"Positive control: {stem}"), ("chart", table_chart(c[keep], label="arm", cis=cis)), ("table", c)]
+    return Page("calibration", "Calibration", blocks)
 
 def breakeven_charts(run:Run)->list:
     "The break-even charts of one run folder (proposal_nb.breakeven's plots, rebuilt from its exports), or []."
