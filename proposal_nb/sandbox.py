@@ -137,6 +137,17 @@ def _make_cgroups(n: int, nproc: int) -> list[str]:
     return []
 
 # %% ../nbs/21_sandbox.ipynb #c014
+def _drop_capabilities() -> int:
+    "Drop all capabilities of this process (bounding set first); return how many bounding-set entries were dropped."
+    n, last = 0, int(Path('/proc/sys/kernel/cap_last_cap').read_text()) if Path('/proc/sys/kernel/cap_last_cap').exists() else 40
+    for cap in range(last + 1):
+        if _libc.prctl(24, cap, 0, 0, 0) == 0: n += 1  # PR_CAPBSET_DROP
+    header = ctypes.create_string_buffer(struct.pack('Ii', 0x20080522, 0), 8)  # _LINUX_CAPABILITY_VERSION_3, this process
+    data = ctypes.create_string_buffer(bytes(24), 24)  # effective, permitted, inheritable = 0 (two 32-bit words each)
+    _libc.syscall(126, header, data)  # capset
+    return n
+
+# %% ../nbs/21_sandbox.ipynb #c016
 def _alive(pid: int) -> bool:
     "True when `pid` exists and is not a zombie."
     try: return Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()[0] != 'Z'
@@ -165,7 +176,7 @@ def _sweep(pgid: int, cgroup: str | None, rounds: int = 200):
         if not any(_alive(p) for p in pids): return
         time.sleep(0.002)
 
-# %% ../nbs/21_sandbox.ipynb #c016
+# %% ../nbs/21_sandbox.ipynb #c018
 def _confine(req: dict, rundir: str, out_w: int, err_w: int, st_w: int):
     "Apply the confinement layers to the current (program) process."
     os.setsid()  # (the cgroup is inherited from the slot worker at fork: no migration needed)
@@ -185,13 +196,14 @@ def _confine(req: dict, rundir: str, out_w: int, err_w: int, st_w: int):
     if req['memory_mb']: lim.append((resource.RLIMIT_AS, (req['memory_mb'] << 20,) * 2))
     if not req.get('cgroup') and os.getuid() != 0: lim.append((resource.RLIMIT_NPROC, (req['nproc_user'],) * 2))
     for r, v in lim: resource.setrlimit(r, v)
+    _drop_capabilities()
     if req['landlock']: _landlock([rundir])
     sys.stdin = open(0, 'r', closefd=False)
     sys.stdout = open(1, 'w', encoding='utf-8', errors='backslashreplace', closefd=False)
     sys.stderr = open(2, 'w', encoding='utf-8', errors='backslashreplace', closefd=False)
     os.write(3, f'{os.getpid()} READY\n'.encode())
 
-# %% ../nbs/21_sandbox.ipynb #c017
+# %% ../nbs/21_sandbox.ipynb #c019
 def _supervise(req: dict) -> dict:
     "Run one program under confinement and return its result record (runs inside a runner process)."
     rundir = tempfile.mkdtemp(dir=req['rundir'])
@@ -248,7 +260,7 @@ def _supervise(req: dict) -> dict:
     return dict(res, seconds=seconds, cpu=cpu, stdout=bufs[out_r][:keep].decode('utf-8', 'replace'),
                 stderr=bufs[err_r][:keep].decode('utf-8', 'replace'), wall_stop=stop == 'wall')
 
-# %% ../nbs/21_sandbox.ipynb #c019
+# %% ../nbs/21_sandbox.ipynb #c021
 def _decide(status_text: str, pid: int, token: str, wstatus: int, cpu: float, req: dict, stop: str | None) -> dict:
     "Map the status lines, exit status and CPU use of a program to its reason and test reasons."
     prog, tests, ready, done = None, {}, False, False
@@ -273,7 +285,7 @@ def _decide(status_text: str, pid: int, token: str, wstatus: int, cpu: float, re
     else: trs = tuple(tests.get(i, reason if reason != 'ok' else 'early-exit') for i in range(n))
     return dict(reason=reason, tests=trs, infra=None)
 
-# %% ../nbs/21_sandbox.ipynb #c021
+# %% ../nbs/21_sandbox.ipynb #c023
 _PIPE_BUF = 4000
 
 def _write_result(req: dict, res: dict):
@@ -326,7 +338,7 @@ def _slot_worker(rfd: int, cfg: dict, cgroup: str | None):
         if st != 0: _write_result(req, dict(reason='infra', infra=f'cold runner exited with status {st}', tests=()))
     os._exit(0)
 
-# %% ../nbs/21_sandbox.ipynb #c022
+# %% ../nbs/21_sandbox.ipynb #c024
 def _server_main():
     "The fork server: read a config line, fork the slot workers, then forward one request per line."
     cfg = json.loads(sys.stdin.readline())
@@ -378,7 +390,7 @@ def _server_main():
             try: os.rmdir(c)
             except OSError: pass
 
-# %% ../nbs/21_sandbox.ipynb #c024
+# %% ../nbs/21_sandbox.ipynb #c026
 _SERVER_ENV = {'PATH': '/usr/local/bin:/usr/bin:/bin', 'LANG': 'C.UTF-8', 'PYTHONHASHSEED': '0',
                'OMP_NUM_THREADS': '1', 'OPENBLAS_NUM_THREADS': '1', 'MKL_NUM_THREADS': '1',
                'PYTHONDONTWRITEBYTECODE': '1'}
@@ -469,7 +481,7 @@ class Executor:
         h = hashlib.sha256(json.dumps([program, list(tests), self.cpu, self.memory_mb, self.output_limit, self.nproc]).encode())
         return h.hexdigest()
 
-# %% ../nbs/21_sandbox.ipynb #c025
+# %% ../nbs/21_sandbox.ipynb #c027
 def _user_tasks() -> int:
     "Number of tasks (threads) owned by this user now (the base for RLIMIT_NPROC when no cgroup is available)."
     uid, n = os.getuid(), 0

@@ -50,13 +50,19 @@ CASES = [
     ('write_inside_ok', 'open("x.txt", "w").write("hi")\nprint(open("x.txt").read())', {'ok'}),
     ('file_size_bomb', 'with open("big", "wb") as f:\n    f.write(b"0" * (80 << 20))', {'exception:OSError'}),
     ('scratch_fill', 'for i in range(8):\n    open(f"f{i}", "wb").write(b"0" * (30 << 20))', {'exception:OSError'}),
-    ('read_env_secrets', f'import os, glob\nfound = [p for p in glob.glob("/proc/*/environ") if {SECRET!r}.encode() in open(p, "rb").read()]\n'
+    ('read_env_secrets', f'import os, glob\ndef read(p):\n    try: return open(p, "rb").read()\n    except OSError: return b""\n'
+                         f'found = [p for p in glob.glob("/proc/*/environ") if {SECRET!r}.encode() in read(p)]\n'
                          f'print(found, {SECRET!r} in str(os.environ))', {'ok'}),
     ('network_connect', 'import socket\nsocket.create_connection(("1.1.1.1", 80), timeout=2)', {'exception:OSError', 'exception:PermissionError', 'exception:TimeoutError'}),
     ('network_udp', 'import socket\nsocket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("8.8.8.8", 53))', {'exception:OSError', 'exception:PermissionError'}),
     ('binary_garbage_stdout', 'import sys\nsys.stdout.buffer.write(bytes(range(256)) * 4)\nsys.stdout.flush()', {'ok'}),
     ('read_stdin', 'input()', {'exception:EOFError'}),
     ('null_bytes', 'x = 1\x00', {'syntax'}),
+    ('raise_memory_limit', 'import resource\nresource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY,) * 2)', {'exception:ValueError', 'exception:PermissionError'}),
+    ('raise_cpu_limit', 'import resource\nresource.setrlimit(resource.RLIMIT_CPU, (resource.RLIM_INFINITY,) * 2)\nwhile True: pass', {'exception:ValueError', 'exception:PermissionError'}),
+    ('mount_tmpfs', 'import ctypes\nif ctypes.CDLL(None).mount(b"none", b".", b"tmpfs", 0, None) == 0: raise SystemError("mounted")', {'ok'}),
+    ('capabilities_gone', 'caps = [l for l in open("/proc/self/status") if l.startswith(("CapEff", "CapBnd"))]\n'
+                          'assert all(int(l.split()[1], 16) == 0 for l in caps), caps', {'ok'}),
 ]
 
 
