@@ -112,7 +112,8 @@ def train(task:ToyTask, cfg:TrainConfig=TrainConfig(), progress:bool=False)->His
             if cfg.inject is not None and t == cfg.inject[0] and torch.isfinite(lr_).any():
                 lp[int(torch.isfinite(lr_).nonzero()[0])] += math.log(cfg.inject[1])
             if cfg.estimator == "iguana":
-                nst, loss, info = iguana.visit(nst, cfg.normalizer, [x], lq[x, d][None], lp[None], lr_[None], cfg.iguana)
+                nst, loss, info = iguana.visit(nst, cfg.normalizer, [x], lq[x, d][None], lp[None], lr_[None], cfg.iguana,
+                                               lengths=task.space.lengths[d][None])
                 valid = torch.isfinite(info.log_uw[0])
                 rec.update(log_zhat=info.log_zhat.item(), neg_valid=int((info.coef[0][valid] < 0).sum()), n_valid=int(valid.sum()))
             else:

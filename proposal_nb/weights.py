@@ -82,7 +82,7 @@ def relative_log_cap(log_zhat:Tensor|float, # [...] log Ẑ(x)
 # %% ../nbs/10_weights.ipynb #c016
 class PSIS(NamedTuple):
     "Pareto-smoothed log weights and the tail shape per row."
-    log_weights: Tensor  # [..., M] smoothed log weights (zeros stay −inf; raw weights where no fit)
+    log_weights: Tensor  # [..., M] smoothed, self-normalised log weights (zeros stay −inf; raw ones, normalised, where no fit)
     khat: Tensor         # [...] GPD shape of the upper tail (nan: too few draws; −inf: flat tail; inf: one weight dominates)
 
 def _psis_row(lw:np.ndarray)->tuple:
@@ -112,6 +112,6 @@ def psis(logw:Tensor, # [..., M] log weights (−inf for zero weight)
     if (lw == math.inf).any(): raise ValueError("logw has +inf")
     flat = lw.reshape(-1, lw.shape[-1]).numpy()
     rows = [_psis_row(r) for r in flat]
-    sm = torch.tensor(np.stack([r[0] for r in rows]), dtype=torch.float64).reshape(lw.shape)
+    sm = log_normalize(torch.tensor(np.stack([r[0] for r in rows]), dtype=torch.float64).reshape(lw.shape))
     k = torch.tensor([r[1] for r in rows], dtype=torch.float64).reshape(lw.shape[:-1])
     return PSIS(sm, k)
