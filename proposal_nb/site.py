@@ -33,7 +33,7 @@ SCHEMA = {  # file stem: (pages that read it, what it holds)
     "eval_per_prompt": ("per-bin, per-prompt", "precomputed: prompt_id, arm, checkpoint, one column per metric"),
     "rollouts":        ("Z(x)/C(x), per-bin", "base rollouts: prompt_id, draw, valid, correct (+ library, difficulty, split)"),
     "prompt_rates":    ("Z(x)/C(x), per-bin", "per prompt: prompt_id, Z, C (+ n, s, tags); used instead of rollouts"),
-    "prompts":         ("per-prompt", "prompt_id, prompt (the text shown when a prompt is selected)"),
+    "prompts":         ("per-prompt", "prompt_id (or a Task's id), prompt: the text shown when a prompt is selected"),
     "train_log":       ("training", "one row per step: step, optional arm, any numeric diagnostics"),
     "report_card":     ("report card", "one row per arm/checkpoint: numeric columns, optional <col>_lo/<col>_hi"),
     "calibration":     ("calibration", "one row per bucket: a label column, numeric columns, optional lo/hi"),
@@ -129,7 +129,8 @@ def rates_table(runs:Sequence[Run])->pd.DataFrame|None:
             roll = read_table(r.path, "rollouts")
             if roll is None: continue
             from proposal_nb.evaluation import prompt_rates
-            frames.append(prompt_rates(roll).assign(source=r.name))
+            try: frames.append(prompt_rates(roll).assign(source=r.name))
+            except ValueError as e: raise ValueError(f"{r.path}/rollouts: {e}") from e
         rates = pd.concat(frames, ignore_index=True) if frames else None
     if rates is None: return None
     missing = {"prompt_id", "Z", "C"} - set(rates.columns)
@@ -166,8 +167,9 @@ def heldout_tables(runs:Sequence[Run], # runs to read
             key = arm + "/" + ck
             order = sorted(dict.fromkeys(key), key=lambda k: (list(dict.fromkeys(arm)).index(k.split("/", 1)[0]), step_of(k)))
             n = int(draws.groupby([draws["prompt_id"], key]).size().min())   # draws per prompt and checkpoint
-            ev = evaluate(draws.assign(checkpoint=key.to_numpy()), ks=tuple(k for k in (1, 10, 50) if k <= n),
-                          n_boot=n_boot, seed=seed, checkpoints=order)
+            try: ev = evaluate(draws.assign(checkpoint=key.to_numpy()), ks=tuple(k for k in (1, 10, 50) if k <= n),
+                               n_boot=n_boot, seed=seed, checkpoints=order)
+            except ValueError as e: raise ValueError(f"{r.path}/draws: {e}") from e
             s, p = _split_key(ev.summary), _split_key(ev.per_prompt)
             d = ev.paired.copy()
         s = s.copy()
@@ -597,7 +599,11 @@ def page_prompts(runs, results, ctx)->Page|None:
     metric = "validity" if "validity" in pp.columns else [c for c in ho.summary.metric.unique()][0]
     shown = [c for c in ("wacc", "pass1", "validity", "ess_per_m") if c in pp.columns]
     prompts = collect(runs, "prompts")
-    if prompts is not None: prompts = prompts.drop_duplicates("prompt_id")
+    if prompts is not None:
+        if "prompt_id" not in prompts.columns and "id" in prompts.columns: prompts = prompts.rename(columns={"id": "prompt_id"})  # Task rows
+        if not {"prompt_id", "prompt"} <= set(prompts.columns):
+            raise ValueError(f"prompts table needs columns prompt_id (or id) and prompt; has {list(prompts.columns)}")
+        prompts = prompts.drop_duplicates("prompt_id")
     return Page("prompts", "Per-prompt", [
         ("p", "Click a point to select a prompt (double-click clears): it is highlighted in every arm, its trajectory is drawn below, and its text and values appear in the panel."),
         ("chart", prompt_chart(pp, metric)), ("prompts", prompt_details(pp, prompts, shown))])
