@@ -21,8 +21,8 @@ from .densities import completion_logprobs
 
 # %% auto #0
 __all__ = ['QWEN2_SHAPES', 'qwen2_config', 'random_model', 'word_tokenizer', 'FlopModel', 'flop_model', 'forward_flops',
-           'lora_update_flops', 'matmul_tflops', 'PhaseTimer', 'FastSampler', 'score_both', 'pack_rows',
-           'packed_logprobs', 'StepInfo', 'online_step']
+           'lora_update_flops', 'matmul_tflops', 'PhaseTimer', 'decode_layer', 'FastSampler', 'score_both', 'pack_rows',
+           'packed_logprobs', 'compile_layers', 'StepInfo', 'online_step']
 
 # %% ../nbs/28_throughput.ipynb #c006
 QWEN2_SHAPES = {
@@ -122,12 +122,41 @@ class PhaseTimer:
     def __enter__(self): self._t0 = _now(self.device); return self
     def __exit__(self, *exc): self.seconds[self._name] += _now(self.device) - self._t0
 
-# %% ../nbs/28_throughput.ipynb #c024
+# %% ../nbs/28_throughput.ipynb #c025
+def _rms(x, w, eps):
+    "RMSNorm in transformers' order: float32 statistics, cast back, times the weight."
+    h = x.float()
+    return w * (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype)
+
+def decode_layer(x, # [b, 1, d] hidden state of the new token
+                 kc, vc, # [b, kv, T, dh] this layer's key/value cache (written at pos)
+                 pos, # [1] long: the token's position
+                 cos, sin, # [1, 1, dh] rotary tables at pos
+                 mask, # [1, 1, 1, T] bool: positions ≤ pos
+                 w:dict, # the layer's tensors: ln1, qkv, qkv_b, o, o_b, ln2, gate, gate_b, up, up_b, down, down_b
+                 H:int, KV:int, dh:int, eps:float, scale:float, # heads, kv heads, head dim, norm eps, attention scale
+                )->torch.Tensor: # [b, 1, d]
+    "One decoder layer for one new token with a static cache (pure: compiles once for all layers)."
+    b = x.shape[0]
+    qkv = F.linear(_rms(x, w["ln1"], eps), w["qkv"], w["qkv_b"])
+    q, k, v = qkv.split([H * dh, KV * dh, KV * dh], -1)
+    q, k = apply_rotary_pos_emb(q.view(b, 1, H, dh).transpose(1, 2), k.view(b, 1, KV, dh).transpose(1, 2), cos, sin)
+    kc.index_copy_(2, pos, k); vc.index_copy_(2, pos, v.view(b, 1, KV, dh).transpose(1, 2))
+    o = F.scaled_dot_product_attention(q.reshape(b, KV, H // KV, dh), kc, vc, attn_mask=mask, scale=scale)
+    x = x + F.linear(o.reshape(b, 1, H * dh), w["o"], w["o_b"])
+    h = _rms(x, w["ln2"], eps)
+    return x + F.linear(F.silu(F.linear(h, w["gate"], w["gate_b"])) * F.linear(h, w["up"], w["up_b"]), w["down"], w["down_b"])
+
 def _lin(mod)->tuple:
     "(weight, bias, lora layer or None) of a linear module, plain or wrapped by peft."
     if hasattr(mod, "base_layer") and hasattr(mod, "lora_A"):
         return mod.base_layer.weight, mod.base_layer.bias, mod
     return mod.weight, mod.bias, None
+
+def _merged(w, lo)->torch.Tensor:
+    "W + ΔW of the active adapters (W if there is none or adapters are disabled)."
+    if lo is None or getattr(lo, "disable_adapters", False): return w
+    return w + sum(lo.get_delta_weight(a).to(w.dtype) for a in lo.active_adapters if a in lo.lora_A)
 
 class FastSampler:
     "Batched sampling from a Llama/Qwen2-family model (LoRA merged), static KV cache, CUDA-graph decode."
@@ -135,11 +164,13 @@ class FastSampler:
                  batch:int, # rows sampled together (M draws of one prompt)
                  max_len:int, # prompt + completion tokens the cache holds
                  graph:bool|None=None, # capture the decode step; None: on CUDA only
+                 compile:bool|dict=False, # torch.compile the decode layer (a dict: its keyword arguments)
                 ):
         self.model = model
         base = model.get_base_model() if hasattr(model, "get_base_model") else model
         c = base.config
         if getattr(c, "use_sliding_window", False): raise ValueError("sliding-window attention is not supported")
+        if getattr(c, "hidden_act", "silu") != "silu": raise ValueError(f"hidden_act {c.hidden_act!r} is not supported (silu only)")
         self.B, self.max_len = batch, max_len
         self.H, self.KV = c.num_attention_heads, c.num_key_value_heads
         self.dh = getattr(c, "head_dim", None) or c.hidden_size // self.H
@@ -148,15 +179,24 @@ class FastSampler:
         self.graph = dev.type == "cuda" if graph is None else graph
         self.embed, self.norm, self.head = base.get_input_embeddings(), base.model.norm, base.get_output_embeddings()
         self.layers = list(base.model.layers)
-        self.proj, self.merged = [], []
+        self.eps = self.layers[0].input_layernorm.variance_epsilon
+        self.scale = self.layers[0].self_attn.scaling
+        self.w, self._sources = [], []                     # per layer: tensors for decode_layer; how to refresh them
         for l in self.layers:
-            a = l.self_attn
-            ws = {k: _lin(getattr(a, k + "_proj")) for k in "qkvo"}
-            self.proj.append({k: [w if lo is None else torch.empty_like(w), b] for k, (w, b, lo) in ws.items()})
-            self.merged += [(self.proj[-1][k], w, lo) for k, (w, b, lo) in ws.items() if lo is not None]
+            a, m = l.self_attn, l.mlp
+            qkv = [_lin(getattr(a, k + "_proj")) for k in "qkv"]
+            src = {"qkv": qkv}
+            w = dict(ln1=l.input_layernorm.weight, ln2=l.post_attention_layernorm.weight,
+                     qkv=torch.cat([t[0] for t in qkv]).detach().clone(),
+                     qkv_b=None if qkv[0][1] is None else torch.cat([t[1] for t in qkv]).detach().clone())
+            for name, mod in (("o", a.o_proj), ("gate", m.gate_proj), ("up", m.up_proj), ("down", m.down_proj)):
+                wt, bs, lo = _lin(mod)
+                w[name], w[name + "_b"] = (wt if lo is None else torch.empty_like(wt)), bs
+                if lo is not None: src[name] = (wt, lo)
+            self.w.append(w); self._sources.append(src)
         L = len(self.layers)
-        self.kc = torch.zeros(L, batch, self.KV, max_len, self.dh, device=dev, dtype=dt)
-        self.vc = torch.zeros_like(self.kc)
+        self.kc = [torch.zeros(batch, self.KV, max_len, self.dh, device=dev, dtype=dt) for _ in range(L)]
+        self.vc = [torch.zeros_like(k) for k in self.kc]
         pos_all = torch.arange(max_len, device=dev)
         self.cos, self.sin = base.model.rotary_emb(torch.zeros(1, device=dev, dtype=dt), pos_all[None])   # [1, T, dh]
         self.ar = pos_all
@@ -167,36 +207,37 @@ class FastSampler:
         self.done = torch.zeros(batch, dtype=torch.bool, device=dev)
         self.temperature = torch.ones((), device=dev)
         self.stop = torch.full((), -1, dtype=torch.long, device=dev)
+        self._layer = decode_layer
+        if compile: self._layer = torch.compile(decode_layer, **({"dynamic": False} | (compile if isinstance(compile, dict) else {})))
         self._gen, self._cuda_graph = None, None
         self.refresh()
 
     @torch.no_grad()
     def refresh(self):
         "Recompute the merged weights W + ΔW from the current adapter (call after every optimizer step)."
-        for slot, w, lo in self.merged:
-            delta = sum((lo.get_delta_weight(a) for a in lo.active_adapters if a in lo.lora_A), torch.zeros_like(w))
-            slot[0].copy_(w + (0 if getattr(lo, "disable_adapters", False) else delta.to(w.dtype)))
+        for w, src in zip(self.w, self._sources):
+            r = 0
+            for wt, bs, lo in src["qkv"]:
+                w["qkv"][r:r + wt.shape[0]].copy_(_merged(wt, lo)); r += wt.shape[0]
+            for name, (wt, lo) in ((k, v) for k, v in src.items() if k != "qkv"): w[name].copy_(_merged(wt, lo))
 
-    def _attn_layer(self, i, x, cos, sin, mask, pos=None):
-        "One decoder layer on x [b, t, d]; writes keys/values at `pos` (decode) or 0..t-1 (prefill)."
-        l, w = self.layers[i], self.proj[i]
-        b, t, _ = x.shape
-        h = l.input_layernorm(x)
-        q = F.linear(h, *w["q"]).view(b, t, self.H, self.dh).transpose(1, 2)
-        k = F.linear(h, *w["k"]).view(b, t, self.KV, self.dh).transpose(1, 2)
-        v = F.linear(h, *w["v"]).view(b, t, self.KV, self.dh).transpose(1, 2)
-        q, k = apply_rotary_pos_emb(q, k, cos, sin)
+    def _prefill(self, prompt):
+        "Run the prompt once (batch 1), write its keys/values into every row; logits of its last position."
+        P = prompt.numel()
+        x = self.embed(prompt[None])
+        cos, sin = self.cos[:, :P], self.sin[:, :P]
         g = self.H // self.KV
-        if pos is None:                                   # prefill, batch 1: causal over the prompt
-            self.kc[i, :, :, :t] = k; self.vc[i, :, :, :t] = v
-            o = F.scaled_dot_product_attention(q, k.repeat_interleave(g, 1), v.repeat_interleave(g, 1), is_causal=True,
-                                               scale=l.self_attn.scaling)
-        else:                                             # decode: the g query heads of a kv head as g queries
-            self.kc[i].index_copy_(2, pos, k); self.vc[i].index_copy_(2, pos, v)
-            o = F.scaled_dot_product_attention(q.reshape(b, self.KV, g, self.dh), self.kc[i], self.vc[i], attn_mask=mask,
-                                               scale=l.self_attn.scaling)
-        x = x + F.linear(o.reshape(b, self.H, t, self.dh).transpose(1, 2).reshape(b, t, self.H * self.dh), *w["o"])
-        return x + l.mlp(l.post_attention_layernorm(x))
+        for i, w in enumerate(self.w):
+            qkv = F.linear(_rms(x, w["ln1"], self.eps), w["qkv"], w["qkv_b"])
+            q, k, v = qkv.split([self.H * self.dh, self.KV * self.dh, self.KV * self.dh], -1)
+            q, k = apply_rotary_pos_emb(q.view(1, P, self.H, self.dh).transpose(1, 2), k.view(1, P, self.KV, self.dh).transpose(1, 2), cos, sin)
+            v = v.view(1, P, self.KV, self.dh).transpose(1, 2)
+            self.kc[i][:, :, :P] = k; self.vc[i][:, :, :P] = v
+            o = F.scaled_dot_product_attention(q, k.repeat_interleave(g, 1), v.repeat_interleave(g, 1), is_causal=True, scale=self.scale)
+            x = x + F.linear(o.transpose(1, 2).reshape(1, P, self.H * self.dh), w["o"], w["o_b"])
+            h = _rms(x, w["ln2"], self.eps)
+            x = x + F.linear(F.silu(F.linear(h, w["gate"], w["gate_b"])) * F.linear(h, w["up"], w["up_b"]), w["down"], w["down_b"])
+        return self.head(self.norm(x[:, -1:]))[:, -1].float()
 
     def _sample(self, logits):
         "Gumbel-max draw at the set temperature; rows that stopped keep emitting the stop id. Returns (token, its log-prob)."
@@ -212,7 +253,8 @@ class FastSampler:
         x = self.embed(self.tok[:, None])
         cos, sin = self.cos.index_select(1, self.pos), self.sin.index_select(1, self.pos)
         mask = (self.ar <= self.pos).view(1, 1, 1, -1)
-        for i in range(len(self.layers)): x = self._attn_layer(i, x, cos, sin, mask, self.pos)
+        for w, kc, vc in zip(self.w, self.kc, self.vc):
+            x = self._layer(x, kc, vc, self.pos, cos, sin, mask, w, self.H, self.KV, self.dh, self.eps, self.scale)
         tok, lp = self._sample(self.head(self.norm(x))[:, -1].float())
         self.out.index_copy_(1, self.pos + 1, tok[:, None]); self.lp.index_copy_(1, self.pos + 1, lp[:, None])
         self.tok.copy_(tok); self.pos += 1
@@ -221,7 +263,7 @@ class FastSampler:
         s = torch.cuda.Stream(self.device)
         s.wait_stream(torch.cuda.current_stream(self.device))
         with torch.cuda.stream(s):
-            for _ in range(2): self._step()
+            for _ in range(3): self._step()
         torch.cuda.current_stream(self.device).wait_stream(s)
         self._cuda_graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(self._cuda_graph): self._step()
@@ -245,9 +287,7 @@ class FastSampler:
             seed = int(torch.randint(2**62, (1,), generator=generator, device=generator.device))
             torch.cuda.default_generators[self.device.index or 0].manual_seed(seed)
         else: self._gen = generator
-        x = self.embed(prompt[None])
-        for i in range(len(self.layers)): x = self._attn_layer(i, x, self.cos[:, :P], self.sin[:, :P], None)
-        tok, lp = self._sample(self.head(self.norm(x[:, -1:]))[:, -1].float().expand(self.B, -1).contiguous())
+        tok, lp = self._sample(self._prefill(prompt).expand(self.B, -1).contiguous())
         self.out[:, P] = tok; self.lp[:, P] = lp; self.tok.copy_(tok); self.pos.fill_(P)
         n = 1
         while n < new_tokens:
@@ -259,7 +299,7 @@ class FastSampler:
         y = self.out[:, P:P + n].clone()
         return (y, self.lp[:, P:P + n].clone()) if logprobs else y
 
-# %% ../nbs/28_throughput.ipynb #c031
+# %% ../nbs/28_throughput.ipynb #c034
 def _token_lp(logits, targets, chunk=8):
     "log softmax(logits)[targets] in float32, by chunks of rows."
     out = []
@@ -288,7 +328,7 @@ def score_both(peft_model, # a PeftModel in eval mode: adapter on = q, off = p
     if lengths is not None: lp = lp * (torch.arange(T, device=dev) < lengths.to(dev)[:, None]).repeat(2, 1)
     return lp[:M].sum(-1), lp[M:].sum(-1)
 
-# %% ../nbs/28_throughput.ipynb #c035
+# %% ../nbs/28_throughput.ipynb #c038
 def pack_rows(lengths:Sequence[int], # tokens of each sequence
               capacity:int|None=None, # tokens per row; None: the longest sequence
              )->list[list[int]]: # sequence indices per row
@@ -302,7 +342,7 @@ def pack_rows(lengths:Sequence[int], # tokens of each sequence
         else: rows[j].append(i); room[j] -= lengths[i]
     return rows
 
-# %% ../nbs/28_throughput.ipynb #c037
+# %% ../nbs/28_throughput.ipynb #c040
 def packed_logprobs(model, # a causal LM or PeftModel (grad flows if enabled)
                     prompt_ids:Sequence[int]|torch.Tensor, # the visit's prompt
                     completions:torch.Tensor, # [M, T] completion ids
@@ -337,10 +377,20 @@ def packed_logprobs(model, # a causal LM or PeftModel (grad flows if enabled)
     tok_lp = -F.cross_entropy(logits, torch.cat(tgt), reduction="none")
     return torch.zeros(M, device=dev, dtype=tok_lp.dtype).index_add(0, torch.tensor(owner, device=dev), tok_lp)
 
-# %% ../nbs/28_throughput.ipynb #c041
+# %% ../nbs/28_throughput.ipynb #c044
+def compile_layers(model, # a causal LM or PeftModel (modified in place)
+                   **kwargs, # passed to torch.compile (e.g. backend, mode, dynamic)
+                  ):
+    "Compile every decoder layer of `model` in place (regional compilation); returns `model`."
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    for l in base.model.layers: l.compile(**kwargs)
+    return model
+
+# %% ../nbs/28_throughput.ipynb #c047
 class StepInfo(NamedTuple):
     "What one online step returns besides the new normaliser state."
     logq: torch.Tensor      # [M] log q_φ(y|x) (before the update)
+    sampler_logq: torch.Tensor # [M] the sampler's own log q of the draws (merged weights): compare with logq
     logp: torch.Tensor      # [M] log p(y|x)
     logr: torch.Tensor      # [M] log r(x, y)
     grad_norm: float        # pre-clip gradient norm
@@ -366,11 +416,12 @@ def online_step(model, # PeftModel (train mode is the caller's choice)
     dev = sampler.device
     t = PhaseTimer(str(dev))
     with t("generation"):
-        y = sampler.sample(prompt_ids, new_tokens, generator, stop_id=stop_id)
+        y, slp = sampler.sample(prompt_ids, new_tokens, generator, stop_id=stop_id, logprobs=True)
         lens = None
         if stop_id is not None:
             hit = (y == stop_id)
             lens = torch.where(hit.any(1), hit.int().argmax(1) + 1, torch.full_like(hit[:, 0], y.shape[1], dtype=torch.long))
+            slp = slp * (torch.arange(y.shape[1], device=dev) < lens[:, None])
     with t("potential"): logr = potential(y).to(dev, torch.float64)
     with t("scoring"):
         if shared_q:
@@ -392,4 +443,4 @@ def online_step(model, # PeftModel (train mode is the caller's choice)
     try: norm_state = nz.update(norm_state, norm_cfg, [prompt_index], info.log_uw.cpu(), est.log_zhat)
     finally: torch.set_default_dtype(prev)
     n_tok = int(y.numel() if lens is None else lens.sum())
-    return norm_state, StepInfo(logq.detach(), logp, logr, gn, n_tok, info, dict(t.seconds))
+    return norm_state, StepInfo(logq.detach(), slp.sum(1), logp, logr, gn, n_tok, info, dict(t.seconds))
