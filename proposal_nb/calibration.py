@@ -387,7 +387,10 @@ def rescue_rates(records:pd.DataFrame, # from run_control
     first = records[records["round"] == 0].set_index(["arm", "bundle", "particle"]).passed
     later = records[records["round"] > 0].groupby(["arm", "bundle", "particle"]).passed.max()
     df = pd.DataFrame(dict(first=first, later=later)).reset_index()
-    df = df[df["first"] == 0]
+    df = df[(df["first"] == 0) & df.later.notna()]
+    if df.empty:                                                  # one round, or every first attempt passed
+        arms = [a for a in ARMS if a in set(records.arm)]
+        return pd.DataFrame(dict(arm=arms, failed_first=0, rescue=np.nan, bundle_mean=np.nan, lo=np.nan, hi=np.nan))
     per = df.pivot_table(index="bundle", columns="arm", values="later", aggfunc="mean")
     cnt = df.groupby("arm").size()
     arms = [a for a in ARMS if a in per.columns]
@@ -407,6 +410,7 @@ def anchoring(records:pd.DataFrame, # from run_control
     "Per arm: mean text similarity of later programs to the same particle's round-0 program (CI over bundles)."
     first = records[records["round"] == 0].set_index(["arm", "bundle", "particle"]).program
     later = records[records["round"] > 0]
+    if later.empty: return pd.DataFrame(dict(arm=[a for a in ARMS if a in set(records.arm)], similarity=np.nan, lo=np.nan, hi=np.nan))
     sim = [difflib.SequenceMatcher(None, first[(a, b, p)], g, autojunk=False).ratio()
            for a, b, p, g in zip(later.arm, later.bundle, later.particle, later.program)]
     per = later.assign(similarity=sim).pivot_table(index="bundle", columns="arm", values="similarity", aggfunc="mean")
