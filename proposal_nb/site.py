@@ -20,7 +20,7 @@ __all__ = ['SCHEMA', 'TABLE_EXTS', 'HEADLINE', 'REPORT_CARD', 'ZBIN_LABELS', 'PR
            'table_chart', 'Page', 'headline_table', 'page_overview', 'page_rates', 'page_training', 'page_heldout',
            'page_bins', 'page_prompts', 'page_report_card', 'page_calibration', 'breakeven_charts', 'page_breakeven',
            'run_page', 'render_page', 'write_vendor', 'build_site', 'main', 'page_for', 'show_page', 'find_chromium',
-           'Chromium', 'PageCheck', 'check_site']
+           'Chromium', 'PageCheck', 'check_site', 'verify_site']
 
 # %% ../nbs/38_site.ipynb #c005
 SCHEMA = {  # file stem: (pages that read it, what it holds)
@@ -807,9 +807,14 @@ def main(argv=None):
     ap.add_argument("--results", default="results", help="folder of run folders (default: results)")
     ap.add_argument("--out", default="site/_build", help="output folder (default: site/_build)")
     ap.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples for draw tables")
+    ap.add_argument("--check", action="store_true", help="then open every page in headless Chromium (verify_site); fail on errors")
+    ap.add_argument("--shots", default=None, help="screenshots and check.json of --check (default: RESULTS/site)")
     a = ap.parse_args(argv)
     pages = build_site(a.results, a.out, n_boot=a.n_boot)
     print(f"[proposal_nb] site: {len(pages)} pages → {Path(pages[0]).resolve()}")
+    if a.check:
+        rep = verify_site(a.out, a.shots or Path(a.results) / "site")
+        print(f"[proposal_nb] site check: {rep['pages']} pages, {rep['charts']} charts, no console errors → {rep['shots']}")
     return pages
 
 # %% ../nbs/38_site.ipynb #c051
@@ -1023,4 +1028,22 @@ def check_site(site_dir:Path|str, # a built site
     return out
 
 # %% ../nbs/38_site.ipynb #c061
+def verify_site(site_dir:Path|str, # a built site
+                shots_dir:Path|str, # screenshots and check.json go here
+                exe:str|None=None, # chromium executable
+               )->dict:
+    "check_site, then raise naming the first page with a console error, an empty chart or a silent prompt click."
+    checks = check_site(site_dir, shots_dir, exe)
+    rep = dict(pages=len(checks), charts=sum(len(c.charts) for c in checks), shots=str(Path(shots_dir).resolve()),
+               checks=[dict(page=c.page, seconds=c.seconds, errors=c.errors, charts=c.charts, screenshot=c.screenshot.name,
+                            prompt=c.prompt) for c in checks])
+    (Path(shots_dir) / "check.json").write_text(json.dumps(rep, indent=2))
+    for c in checks:
+        if c.errors: raise RuntimeError(f"{c.page}: console errors {c.errors}")
+        empty = [ch["id"] for ch in c.charts if ch["marks"] == 0 or ch["svg"] + ch["canvas"] == 0]
+        if empty: raise RuntimeError(f"{c.page}: chart(s) {empty} rendered no marks")
+        if c.page == "prompts.html" and not c.prompt: raise RuntimeError("prompts.html: a click on a prompt showed no details")
+    return rep
+
+# %% ../nbs/38_site.ipynb #c064
 if __name__ == "__main__": main()
