@@ -100,3 +100,16 @@ def test_checkpoint_round_trip_through_a_file(tmp_path):
     assert torch.equal(msc.load_state_dict(d["msc"]).ref_key, mst.ref_key)
     e1, e2 = nz.estimate(st, cfg, [0, 1, 2]), nz.estimate(st2, cfg2, [0, 1, 2])
     assert torch.equal(e1.log_zhat, e2.log_zhat)
+
+
+def test_running_mean_at_zero_skips_instead_of_dividing_by_zero():
+    """A running-mean normaliser that has only seen failures gives Ẑ = 0; IGUANA must skip the visit (coefficients 0,
+    flagged) rather than divide by zero, and the fold clip must not freeze the prompt at 0 forever."""
+    cfg = nz.NormalizerConfig(kind="mean")
+    st = nz.update(nz.init(1), cfg, [0], torch.full((1, 5), -math.inf, dtype=torch.float64), torch.zeros(1))
+    logq = torch.zeros(1, 3, requires_grad=True)
+    st2, loss, info = iguana.visit(st, cfg, [0], logq, torch.zeros(1, 3), torch.tensor([[0.0, -math.inf, 0.0]]))
+    assert info.log_zhat.item() == -math.inf and info.skipped.item() and (info.coef == 0).all()
+    loss.backward()
+    assert logq.grad.abs().sum() == 0
+    assert nz.estimate(st2, cfg, [0]).log_zhat.exp().item() == pytest.approx(2 / 8)   # the valid draws entered unclipped
