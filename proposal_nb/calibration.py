@@ -15,14 +15,14 @@ from tqdm.auto import tqdm
 from .evaluation import bootstrap_counts, bootstrap_means, percentile_ci
 from .models import chat_prompt
 from .sandbox import Executor, InfrastructureError
-from .tasks import Task, extract_program
+from .tasks import Task, build_program, extract_program
 
 # %% auto #0
 __all__ = ['BUCKETS', 'GRADE_COLUMNS', 'JUDGE_QUESTION', 'ARMS', 'fitness_bucket', 'wilson_ci', 'hill_table', 'Correlation',
            'wrong_fitness_correlation', 'plot_hill', 'AUC', 'auc_delong', 'answer_token_ids', 'JudgeOutput',
-           'judge_probs', 'Grade', 'grade_programs', 'Bundle', 'make_bundles', 'bundle_prompt', 'refine_prompt',
-           'grade_bundles', 'parents', 'run_control', 'primary_metric', 'rescue_rates', 'anchoring', 'control_grades',
-           'plot_control']
+           'judge_probs', 'Grade', 'grade_programs', 'grade_task_programs', 'Bundle', 'make_bundles', 'bundle_prompt',
+           'refine_prompt', 'grade_bundles', 'parents', 'run_control', 'primary_metric', 'rescue_rates', 'anchoring',
+           'control_grades', 'plot_control']
 
 # %% ../nbs/34_calibration.ipynb #c006
 BUCKETS = ("0", "≤¼", "¼–½", "½–¾", "¾–90%", "90%–all-but-one", "all")  # visible-share buckets, in order
@@ -218,7 +218,7 @@ class Grade(NamedTuple):
     "A program graded on visible and hidden tests."
     visible: tuple  # bool per visible test
     hidden: tuple   # bool per hidden test
-    reason: str     # how the program itself ended ('ok', 'syntax', 'timeout', ...)
+    reason: str     # the sandbox's verdict ('ok', 'assertion' when a test failed, 'syntax', 'timeout', ...)
     program: str    # the program that ran
 
     @property
@@ -245,6 +245,22 @@ def grade_programs(executor:Executor, # a started (or startable) sandbox
     return out
 
 # %% ../nbs/34_calibration.ipynb #c032
+def grade_task_programs(executor:Executor, # sandbox
+                        tasks:Sequence[Task], # the task set
+                        task_ids:Sequence[str], # task of each completion
+                        completions:Sequence[str], # saved completions (the program is their last fenced block)
+                       )->pd.DataFrame:
+    "A grading table (GRADE_COLUMNS + reason) of saved completions: visible = public tests, hidden = hidden tests."
+    by_id = {t.id: t for t in tasks}
+    missing = [i for i in task_ids if i not in by_id]
+    if missing: raise ValueError(f"no task {missing[0]!r} in the task set ({len(set(missing))} unknown ids)")
+    ts = [by_id[i] for i in task_ids]
+    gr = grade_programs(executor, [build_program(t, c) for t, c in zip(ts, completions)], [t.public_tests for t in ts],
+                        [t.hidden_tests for t in ts], list(task_ids))
+    return pd.DataFrame(dict(task_id=list(task_ids), visible_passed=[g.fitness for g in gr], visible_total=[len(g.visible) for g in gr],
+                             hidden_pass=[int(g.passed) for g in gr], reason=[g.reason for g in gr]))
+
+# %% ../nbs/34_calibration.ipynb #c034
 class Bundle(NamedTuple):
     "Five functions in one request."
     id: str        # e.g. 'bundle/0'
@@ -297,7 +313,7 @@ def grade_bundles(executor:Executor, # sandbox
     progs = [b.context + ("\n" if b.context else "") + extract_program(c) for b, c in zip(bundles, completions)]
     return grade_programs(executor, progs, [b.shown for b in bundles], [b.hidden for b in bundles], [b.id for b in bundles])
 
-# %% ../nbs/34_calibration.ipynb #c036
+# %% ../nbs/34_calibration.ipynb #c038
 ARMS = ("resample", "solo", "ring", "star")
 
 def parents(arm:str, # one of ARMS
@@ -315,7 +331,7 @@ def parents(arm:str, # one of ARMS
         return cand[own, np.argmax(best[cand], 1)]
     raise ValueError(f"unknown arm {arm!r}; arms are {ARMS}")
 
-# %% ../nbs/34_calibration.ipynb #c039
+# %% ../nbs/34_calibration.ipynb #c041
 def run_control(bundles:Sequence[Bundle], # the bundles (tasks of the control)
                 generate:Callable[[list, int], list], # (prompts, seed) -> one completion per prompt
                 grade:Callable[[list, list], list], # (bundles, completions) -> Grades
@@ -350,7 +366,7 @@ def run_control(bundles:Sequence[Bundle], # the bundles (tasks of the control)
     bar.close()
     return pd.DataFrame(rows)
 
-# %% ../nbs/34_calibration.ipynb #c043
+# %% ../nbs/34_calibration.ipynb #c045
 def _boot(values, n_boot, level, seed):
     "Mean and bundle-bootstrap percentile CI of the columns of [bundles, F] values (rows with NaN kept out per column)."
     V = np.asarray(values, float)
@@ -418,7 +434,7 @@ def anchoring(records:pd.DataFrame, # from run_control
     m, lo, hi = _boot(per[arms].to_numpy(float), n_boot, level, seed)
     return pd.DataFrame(dict(arm=arms, similarity=m, lo=lo, hi=hi))
 
-# %% ../nbs/34_calibration.ipynb #c047
+# %% ../nbs/34_calibration.ipynb #c049
 def control_grades(records:pd.DataFrame, # from run_control
                   )->pd.DataFrame:
     "The control's samples as a grading table (task_id = bundle) for hill_table and wrong_fitness_correlation."

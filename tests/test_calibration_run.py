@@ -11,10 +11,16 @@ from proposal_nb.pipeline import REPO, run_notebook
 def test_run_with_tiny_model(tmp_path):
     m, tok = tiny_model(seed=0)
     m.save_pretrained(tmp_path / "tiny"); tok.save_pretrained(tmp_path / "tiny")
+    from proposal_nb.tasks import load_embedded
+    ts = load_embedded()[:3]
+    pd.DataFrame(dict(task_id=[t.id for t in ts] + [ts[0].id],
+                      completion=[f"```python\n{t.solution}```" for t in ts] + ["```python\nraise ValueError\n```"])
+                 ).to_csv(tmp_path / "saved.csv", index=False)
     out = tmp_path / "run"
     run_notebook(REPO / "nbs" / "runs" / "30_calibration.ipynb", out,
                  dict(out_dir=str(out), model=str(tmp_path / "tiny"), device="cpu", n_bundles=2, particles=2, rounds=2, reruns=1,
-                      max_new_tokens=24, judge_items=6, judge_answers=["yes", "no"], judge_variants=False, n_boot=200, bar=0.05),
+                      max_new_tokens=24, judge_items=6, judge_answers=["yes", "no"], judge_variants=False, n_boot=200, bar=0.05,
+                      programs_path=str(tmp_path / "saved.csv")),
                  progress=False)
     cfg = json.loads((out / "config.json").read_text())
     assert cfg["bar"] == 0.05 and cfg["samples_per_bundle_and_arm"] == 4
@@ -27,5 +33,7 @@ def test_run_with_tiny_model(tmp_path):
     assert list(pd.read_csv(out / "calibration.csv").columns) == ["bucket", "n", "pass_rate", "lo", "hi"]
     j = pd.read_csv(out / "judge.csv")
     assert len(j) == 6 and j.p_pass.between(0, 1).all() and j.answer_mass.between(0, 1).all()
+    hs = pd.read_csv(out / "hill_saved.csv").set_index("bucket")   # reference solutions pass, the raising program does not
+    assert hs.loc["all", "programs"] == 3 and hs.loc["all", "hidden_passes"] == 3 and hs.loc["0", "programs"] == 1
     s = json.loads((out / "summary.json").read_text())
     assert set(s["primary"]) == {"resample", "solo", "ring", "star"}
