@@ -128,10 +128,10 @@ def plot_hill(table:pd.DataFrame, # from hill_table
              )->alt.Chart:
     "Hidden pass rate per visible-share bucket, with Wilson CIs and program counts."
     t = table.assign(label=table.programs.map(lambda n: f"n={n}"))
-    x = alt.X("bucket:N", sort=list(BUCKETS), title="share of visible tests passed")
+    x = alt.X("bucket:N", sort=list(BUCKETS), title="share of visible tests passed", axis=alt.Axis(labelAngle=0))
     bars = alt.Chart(t).mark_bar(opacity=0.7).encode(x=x, y=alt.Y("pass_rate:Q", title="passes every hidden test", scale=alt.Scale(domain=[0, 1])),
                                                      tooltip=list(t.columns.drop("label")))
-    err = alt.Chart(t).mark_errorbar().encode(x=x, y="wilson_lo:Q", y2="wilson_hi:Q")
+    err = alt.Chart(t).mark_errorbar().encode(x=x, y=alt.Y("wilson_lo:Q", title="passes every hidden test"), y2="wilson_hi:Q")
     txt = alt.Chart(t).mark_text(dy=-8).encode(x=x, y=alt.value(10), text="label:N")
     return (bars + err + txt).properties(title=title, width=380, height=240)
 
@@ -445,10 +445,10 @@ def plot_control(primary:pd.DataFrame, # from primary_metric
                 )->alt.Chart:
     "Paired gain over resample per arm with its CI and the pre-registered bar."
     d = primary[primary.arm != "resample"]
-    x = alt.X("arm:N", sort=list(ARMS), title=None)
+    x = alt.X("arm:N", sort=list(ARMS), title=None, axis=alt.Axis(labelAngle=0))
     pts = alt.Chart(d).mark_point(filled=True, size=80).encode(x=x, y=alt.Y("gain:Q", title="per-sample pass rate − resample"),
                                                                color="verdict:N", tooltip=list(d.columns))
-    err = alt.Chart(d).mark_errorbar().encode(x=x, y="gain_lo:Q", y2="gain_hi:Q")
+    err = alt.Chart(d).mark_errorbar().encode(x=x, y=alt.Y("gain_lo:Q", title="per-sample pass rate − resample"), y2="gain_hi:Q")
     bar = alt.Chart(pd.DataFrame(dict(bar=[float(primary.bar.iloc[0])]))).mark_rule(color="red", strokeDash=[4, 4]).encode(y="bar:Q")
     zero = alt.Chart(pd.DataFrame(dict(z=[0.0]))).mark_rule(color="gray").encode(y="z:Q")
     return (zero + bar + err + pts).properties(title="Positive control: gain over resampling vs the bar", width=300, height=240)
