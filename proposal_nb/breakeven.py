@@ -180,8 +180,12 @@ def checkpoint_step(name)->int:
     return int(found[-1])
 
 def rates_from_table(df:pd.DataFrame, # prompt_id, Z, s[, f] — or base rollouts prompt_id, draw, valid, correct
+                     base:Sequence[str]=("base",), # with a 'checkpoint' column: the rows of these checkpoints are the base model's
                     )->pd.DataFrame:
     "Per-prompt Z, s (and f if given) from either a rates table or base rollouts."
+    if "checkpoint" in df.columns:
+        df = df[df.checkpoint.isin(list(base))]
+        if df.empty: raise ValueError(f"rates table has a 'checkpoint' column but no rows of the base checkpoint(s) {list(base)}")
     if {"Z", "s"} <= set(df.columns): return df[["prompt_id", "Z", "s"] + (["f"] if "f" in df.columns else [])].reset_index(drop=True)
     if {"valid", "correct"} <= set(df.columns):
         from proposal_nb.evaluation import prompt_rates
