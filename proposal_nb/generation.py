@@ -4,7 +4,7 @@
 
 # %% ../nbs/25_generation.ipynb #c001
 from __future__ import annotations
-import os, hashlib, warnings, statistics
+import os, math, hashlib, warnings, statistics, contextlib
 from pathlib import Path
 from typing import NamedTuple
 from collections.abc import Sequence
@@ -16,8 +16,8 @@ from transformers import GenerationConfig, LogitsProcessor, LogitsProcessorList,
 from .densities import DecodingConfig, completion_logprobs
 
 # %% auto #0
-__all__ = ['FENCE', 'Generation', 'TokenText', 'stop_point', 'ConfigProcessor', 'FenceStop', 'HFGenerator', 'chi_square_fit',
-           'WeightCheck', 'check_exact_weights', 'adapter_digest', 'vllm_cpu_env', 'VLLMGenerator']
+__all__ = ['FENCE', 'Generation', 'TokenText', 'stop_point', 'PriorStepper', 'ConfigProcessor', 'FenceStop', 'HFGenerator',
+           'chi_square_fit', 'WeightCheck', 'check_exact_weights', 'adapter_digest', 'vllm_cpu_env', 'VLLMGenerator']
 
 # %% ../nbs/25_generation.ipynb #c005
 class Generation(NamedTuple):
@@ -56,22 +56,44 @@ def stop_point(token_ids:Sequence[int], # a completion, possibly run past its st
     return len(token_ids), "length"
 
 # %% ../nbs/25_generation.ipynb #c010
+class PriorStepper:
+    "The prior's next-token logits along a generation, with its own KV cache (a PeftModel's adapter switched off)."
+    def __init__(self, model, n_pad:torch.Tensor): self.model, self.n_pad, self.cache = model, n_pad, None
+    def __call__(self, input_ids):
+        from transformers import DynamicCache
+        N, L = input_ids.shape
+        am = (torch.arange(L, device=input_ids.device)[None] >= self.n_pad.to(input_ids.device)[:, None]).long()
+        ctx = self.model.disable_adapter() if hasattr(self.model, "peft_config") else contextlib.nullcontext()
+        with ctx:
+            if self.cache is None:
+                self.cache = DynamicCache()
+                out = self.model(input_ids=input_ids, attention_mask=am, position_ids=(am.cumsum(-1) - 1).clamp(min=0),
+                                 past_key_values=self.cache, use_cache=True)
+            else:
+                out = self.model(input_ids=input_ids[:, -1:], attention_mask=am, position_ids=am.sum(-1, keepdim=True) - 1,
+                                 past_key_values=self.cache, use_cache=True)
+        return out.logits[:, -1]
+
 class ConfigProcessor(LogitsProcessor):
-    "Replace the scores by `config.logprobs` and keep the log-prob of each sampled token."
-    def __init__(self, config:DecodingConfig, n_pad:torch.Tensor):
-        self.config, self.n_pad, self.prev, self.taken = config, n_pad, None, []
+    "Replace the scores by `config.logprobs` (optionally masked to the prior's kept set); keep each sampled token's log-prob."
+    def __init__(self, config:DecodingConfig, n_pad:torch.Tensor, prior:tuple|None=None):
+        self.config, self.n_pad, self.prior, self.prev, self.taken = config, n_pad, prior, None, []
     def _take(self, ids):
         if self.prev is not None: self.taken.append(self.prev.gather(-1, ids[:, -1:].to(self.prev.device))[:, 0].cpu())
     def __call__(self, input_ids, scores):
         self._take(input_ids)
         seen = None
-        if self.config.repetition_penalty != 1:
+        if self.config.repetition_penalty != 1 or (self.prior is not None and self.prior[1].repetition_penalty != 1):
             V = scores.shape[-1]
             real = torch.arange(input_ids.shape[1], device=input_ids.device)[None] >= self.n_pad.to(input_ids.device)[:, None]
             seen = torch.zeros(scores.shape[0], V + 1, dtype=torch.bool, device=scores.device)
             seen.scatter_(1, torch.where(real, input_ids, V).to(scores.device), True)
             seen = seen[:, :V]
         self.prev = self.config.logprobs(scores, seen)
+        if self.prior is not None:   # the nucleus-masked proposal: q restricted to the prior's kept set
+            stepper, pcfg = self.prior
+            keep = ~pcfg.logprobs(stepper(input_ids), seen).isinf()
+            self.prev = self.prev.masked_fill(~keep, -math.inf).log_softmax(-1)
         return self.prev
     def finish(self, sequences)->torch.Tensor: # [rows, steps]
         self._take(sequences)
@@ -95,8 +117,10 @@ class HFGenerator:
                  max_new_tokens:int=400, # completion cap
                  stop_at_fence:bool=True, # stop at the closing code fence
                  batch_size:int=32, # rows (prompts x draws) per `generate` call
+                 nucleus_of:DecodingConfig|None=None, # sample q restricted to the kept set of the prior under this config
                 ):
         self.model, self.tok, self.config, self.max_new_tokens = model, tokenizer, config, max_new_tokens
+        self.nucleus_of = nucleus_of
         self.stop_at_fence, self.batch_size, self.piece = stop_at_fence, batch_size, TokenText(tokenizer)
         self.eos_ids = {tokenizer.eos_token_id} | set(_as_set(getattr(model.generation_config, "eos_token_id", None)))
         if config.greedy: raise ValueError("HFGenerator: temperature 0 is greedy decoding, a point mass with no density to weight")
@@ -107,7 +131,8 @@ class HFGenerator:
         ids = torch.tensor([[pad]*(L-len(p)) + p for p in prompt_ids], device=dev)
         am = torch.tensor([[0]*(L-len(p)) + [1]*len(p) for p in prompt_ids], device=dev)
         n_pad = torch.tensor([L-len(p) for p in prompt_ids])
-        proc = ConfigProcessor(self.config, n_pad)
+        prior = None if self.nucleus_of is None else (PriorStepper(self.model, n_pad), self.nucleus_of)
+        proc = ConfigProcessor(self.config, n_pad, prior)
         stops = StoppingCriteriaList([FenceStop(L, self.piece)] if self.stop_at_fence else [])
         gc = GenerationConfig(do_sample=True, temperature=1.0, top_k=0, top_p=1.0, max_new_tokens=self.max_new_tokens,
                               eos_token_id=sorted(self.eos_ids), pad_token_id=pad)
@@ -158,7 +183,7 @@ def chi_square_fit(counts:dict, # sequence -> observed count
     stat = float(((o - e)**2 / e).sum())
     return stat, float(stats.chi2.sf(stat, len(e) - 1)), len(e) - 1
 
-# %% ../nbs/25_generation.ipynb #c018
+# %% ../nbs/25_generation.ipynb #c020
 class WeightCheck(NamedTuple):
     "Per-sequence |sampler log-prob - training-copy density| on a sample of generations."
     n:int # sequences checked
@@ -194,7 +219,7 @@ def check_exact_weights(generations, # Generations (a flat list or one list per 
                                          f"(median {res.median_diff:.2e}) > tol {tol:.0e}")
     return res
 
-# %% ../nbs/25_generation.ipynb #c021
+# %% ../nbs/25_generation.ipynb #c023
 def adapter_digest(path:str|Path)->str:
     "A content hash of an adapter folder's files."
     h = hashlib.sha1()
