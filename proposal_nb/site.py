@@ -12,15 +12,16 @@ import pandas as pd
 from .zbins import Z_BIN_LABELS
 
 # %% auto #0
-__all__ = ['SCHEMA', 'TABLE_EXTS', 'HEADLINE', 'REPORT_CARD', 'ZBIN_LABELS', 'PROMPT_SIGNAL', 'CONTROL_TABLES', 'PAGES',
-           'VENDOR_JS', 'CSS', 'SITE_JS', 'CHROMIUM_FLAGS', 'Run', 'find_runs', 'read_table', 'arm_of', 'default_arm',
-           'collect', 'step_of', 'zbin_labels', 'rates_table', 'Heldout', 'heldout_tables', 'synthetic_results',
+__all__ = ['SCHEMA', 'TABLE_EXTS', 'HEADLINE', 'REPORT_CARD', 'ZBIN_LABELS', 'CONFIG_FILES', 'ALIASES', 'HELDOUT_COLUMNS',
+           'PROMPT_SIGNAL', 'CONTROL_TABLES', 'PAGES', 'VENDOR_JS', 'CSS', 'SITE_JS', 'PALETTE', 'CHROMIUM_FLAGS',
+           'Run', 'find_runs', 'read_table', 'checkpoint_parts', 'step_of', 'arm_of', 'default_arm', 'collect',
+           'zbin_labels', 'rates_table', 'one_potential', 'Heldout', 'heldout_tables', 'synthetic_results',
            'chart_spec', 'chart_specs', 'spec_values', 'thin', 'training_chart', 'from_base', 'metric_band_chart',
-           'paired_chart', 'rates_charts', 'bin_table', 'bins_chart', 'updown_table', 'prompt_chart', 'prompt_details',
-           'table_chart', 'Page', 'headline_table', 'page_overview', 'page_rates', 'page_training', 'page_heldout',
-           'page_bins', 'page_prompts', 'page_report_card', 'page_calibration', 'breakeven_charts', 'page_breakeven',
-           'run_page', 'render_page', 'write_vendor', 'build_site', 'main', 'page_for', 'show_page', 'find_chromium',
-           'Chromium', 'PageCheck', 'check_site', 'verify_site']
+           'key_label', 'paired_chart', 'rates_charts', 'bin_table', 'bins_chart', 'updown_table', 'prompt_chart',
+           'prompt_details', 'table_chart', 'Page', 'headline_table', 'page_overview', 'page_rates', 'page_training',
+           'page_heldout', 'page_bins', 'page_prompts', 'page_report_card', 'page_calibration', 'breakeven_charts',
+           'page_breakeven', 'run_page', 'arm_colours', 'render_page', 'write_vendor', 'build_site', 'main', 'page_for',
+           'show_page', 'find_chromium', 'Chromium', 'PageCheck', 'check_site', 'verify_site']
 
 # %% ../nbs/38_site.ipynb #c005
 SCHEMA = {  # file stem: (pages that read it, what it holds)
@@ -46,46 +47,74 @@ REPORT_CARD = ("ess_per_m", "khat_median", "log_zhat_median", "kl", "kl_upper", 
 ZBIN_LABELS = list(Z_BIN_LABELS)          # Z(x) bins, in order
 
 # %% ../nbs/38_site.ipynb #c008
+CONFIG_FILES = ("config.json", "run_config.json")  # a folder holding one of these is a run
+ALIASES = {  # schema stem: the file stems read for it, in order (the producers' own names included)
+    "train_log": ("train_log", "log"),
+    "rollouts": ("rollouts", "base_rollouts"),
+    "prompt_rates": ("prompt_rates", "z_table"),
+}
+HELDOUT_COLUMNS = {"prompt_id", "checkpoint", "run", "draw", "correct"}  # a `draws` table without them is not held-out
+
 class Run(NamedTuple):
     "One results folder."
     name: str      # folder name
     path: Path     # the folder
-    config: dict   # its config.json
+    config: dict   # its config.json (or run_config.json)
 
 def find_runs(results:Path|str, # the results folder
              )->list[Run]:
-    "Every subfolder of `results` with a config.json, sorted by name."
+    "Every subfolder of `results` with a config.json (or run_config.json), sorted by name."
     out = []
     for d in sorted(p for p in Path(results).iterdir() if p.is_dir()) if Path(results).exists() else []:
-        f = d / "config.json"
-        if f.exists():
-            try: cfg = json.loads(f.read_text())
-            except json.JSONDecodeError as e: raise ValueError(f"{f}: not valid JSON ({e})") from e
-            out.append(Run(d.name, d, cfg if isinstance(cfg, dict) else {"config": cfg}))
+        f = next((d / c for c in CONFIG_FILES if (d / c).exists()), None)
+        if f is None: continue
+        try: cfg = json.loads(f.read_text())
+        except json.JSONDecodeError as e: raise ValueError(f"{f}: not valid JSON ({e})") from e
+        out.append(Run(d.name, d, cfg if isinstance(cfg, dict) else {"config": cfg}))
     return out
 
 def read_table(folder:Path|str, # a run folder
-               stem:str, # table name without extension
+               stem:str, # schema table name (its ALIASES are tried in order)
               )->pd.DataFrame|None:
-    "The table `stem` of a run folder (.parquet, .csv or .jsonl, first found), or None."
-    for ext in TABLE_EXTS:
-        f = Path(folder) / f"{stem}{ext}"
-        if not f.exists(): continue
-        try:
-            if ext == ".parquet": return pd.read_parquet(f)
-            if ext == ".csv": return pd.read_csv(f)
-            return pd.read_json(f, lines=True)
-        except Exception as e: raise ValueError(f"{f}: cannot read table ({e})") from e
+    "The table `stem` of a run folder (.parquet, .csv or .jsonl, first found, aliases included), or None."
+    for name in ALIASES.get(stem, (stem,)):
+        for ext in TABLE_EXTS:
+            f = Path(folder) / f"{name}{ext}"
+            if not f.exists(): continue
+            try:
+                if ext == ".parquet": return pd.read_parquet(f)
+                if ext == ".csv": return pd.read_csv(f)
+                return pd.read_json(f, lines=True)
+            except Exception as e: raise ValueError(f"{f}: cannot read table ({e})") from e
     return None
 
+# %% ../nbs/38_site.ipynb #c010
+_TRAILING_STEP = re.compile(r"^(.*?)[-_@:.]?(?:step|ckpt|checkpoint)?[-_]?(\d+)$")
+
+def checkpoint_parts(name, # a checkpoint name
+                     path:str|None=None, # its adapter folder, if known
+                    )->tuple[str|None, int]:
+    "(arm or None, step) of a checkpoint name."
+    name = str(name)
+    if "/" in name:
+        arm, rest = name.split("/", 1)
+        return arm, checkpoint_parts(rest, path)[1]
+    m = _TRAILING_STEP.match(name)
+    arm, step = (m.group(1) or None, int(m.group(2))) if m else (name, 0)
+    if step == 0 and path and (ms := re.search(r"step[-_]?(\d+)", str(path))): step = int(ms.group(1))
+    return arm, step
+
+def step_of(checkpoint)->int:
+    "Training step of a checkpoint name (0 if it has none)."
+    return checkpoint_parts(checkpoint)[1]
+
 def arm_of(df:pd.DataFrame, # a table of one run
-           source:str, # its folder name
+           source:str, # the run's arm for rows that name none
           )->pd.Series:
-    "The arm of each row: `arm` column, else the part of `checkpoint` before '/' (when any has one), else `source`."
+    "The arm of each row: the `arm` column, else the arm in the `checkpoint` name, else `source`."
     if "arm" in df.columns: return df["arm"].astype(str)
     if "checkpoint" in df.columns:
-        ck = df["checkpoint"].astype(str)
-        if ck.str.contains("/").any(): return ck.str.split("/", n=1).str[0]
+        return pd.Series([checkpoint_parts(c)[0] or source for c in df["checkpoint"].astype(str)], index=df.index)
     return pd.Series(source, index=df.index)
 
 def default_arm(run:Run)->str:
@@ -106,12 +135,6 @@ def collect(runs:Sequence[Run], # runs to read
             t["checkpoint"] = t["checkpoint"].astype(str).str.split("/", n=1).str[-1]
         frames.append(t[["source", "arm", *[c for c in t.columns if c not in ("source", "arm")]]])
     return pd.concat(frames, ignore_index=True) if frames else None
-
-# %% ../nbs/38_site.ipynb #c010
-def step_of(checkpoint)->int:
-    "Training step of a checkpoint name: its last integer, 0 if none."
-    nums = re.findall(r"\d+", str(checkpoint))
-    return int(nums[-1]) if nums else 0
 
 # %% ../nbs/38_site.ipynb #c013
 def zbin_labels(z)->np.ndarray:
@@ -140,6 +163,11 @@ def rates_table(runs:Sequence[Run])->pd.DataFrame|None:
     rates["zbin"] = zbin_labels(rates["Z"])
     return rates
 
+def one_potential(rates:pd.DataFrame)->pd.DataFrame:
+    "One row per prompt: the rates of the first potential listed (e.g. no_error), when there are several."
+    if "potential" in rates.columns: rates = rates[rates.potential == rates.potential.iloc[0]]
+    return rates.drop_duplicates("prompt_id")
+
 class Heldout(NamedTuple):
     "Held-out evaluation tables of all runs (long format, with arm, checkpoint, step, source)."
     summary: pd.DataFrame     # source, arm, checkpoint, step, metric, estimate, lo, hi
@@ -154,32 +182,38 @@ def heldout_tables(runs:Sequence[Run], # runs to read
                    n_boot:int=2000, # bootstrap resamples when evaluating draws
                    seed:int=0, # bootstrap seed
                   )->Heldout|None:
-    "Held-out summary, paired differences and per-prompt metrics of every run with eval_* tables or draws."
+    "Held-out summary, paired differences and per-prompt metrics of every run with eval_* tables or held-out draws."
     S, D, P = [], [], []
     for r in runs:
         s, d, p = (read_table(r.path, f"eval_{x}") for x in ("summary", "paired", "per_prompt"))
+        steps = None
         if s is None:
             draws = read_table(r.path, "draws")
-            if draws is None: continue
+            if draws is None or not HELDOUT_COLUMNS <= set(draws.columns): continue   # absent, or training draws
             from proposal_nb.evaluation import evaluate
+            orig = draws["checkpoint"].astype(str)
             arm = arm_of(draws, default_arm(r))
-            ck = draws["checkpoint"].astype(str).str.split("/", n=1).str[-1]
-            key = arm + "/" + ck
-            order = sorted(dict.fromkeys(key), key=lambda k: (list(dict.fromkeys(arm)).index(k.split("/", 1)[0]), step_of(k)))
+            key = arm + "/" + orig.str.split("/", n=1).str[-1]
+            paths = r.config.get("checkpoints") if isinstance(r.config.get("checkpoints"), dict) else {}
+            steps = {k: checkpoint_parts(o, paths.get(o))[1] for k, o in dict(zip(key, orig)).items()}
+            arms = list(dict.fromkeys(arm))
+            order = sorted(steps, key=lambda k: (arms.index(k.split("/", 1)[0]), steps[k]))
             n = int(draws.groupby([draws["prompt_id"], key]).size().min())   # draws per prompt and checkpoint
             try: ev = evaluate(draws.assign(checkpoint=key.to_numpy()), ks=tuple(k for k in (1, 10, 50) if k <= n),
                                n_boot=n_boot, seed=seed, checkpoints=order)
             except ValueError as e: raise ValueError(f"{r.path}/draws: {e}") from e
-            s, p = _split_key(ev.summary), _split_key(ev.per_prompt)
-            d = ev.paired.copy()
+            s, p = ev.summary.assign(step=ev.summary.checkpoint.map(steps)), ev.per_prompt.assign(step=ev.per_prompt.checkpoint.map(steps))
+            s, p, d = _split_key(s), _split_key(p), ev.paired.copy()
         s = s.copy()
         if "arm" not in s.columns: s["arm"] = arm_of(s, default_arm(r)).to_numpy()
-        s["step"] = s["checkpoint"].map(step_of); S.append(s.assign(source=r.name))
+        if "step" not in s.columns: s["step"] = s["checkpoint"].map(step_of)
+        S.append(s.assign(source=r.name))
         if d is not None: D.append(d.assign(source=r.name))
         if p is not None:
             p = p.copy()
             if "arm" not in p.columns: p["arm"] = arm_of(p, default_arm(r)).to_numpy()
-            p["step"] = p["checkpoint"].map(step_of); p["prompt_id"] = p["prompt_id"].astype(str)
+            if "step" not in p.columns: p["step"] = p["checkpoint"].map(step_of)
+            p["prompt_id"] = p["prompt_id"].astype(str)
             P.append(p.assign(source=r.name))
     if not S: return None
     cat = lambda xs: pd.concat(xs, ignore_index=True) if xs else pd.DataFrame()
@@ -194,25 +228,31 @@ def synthetic_results(root:Path|str, # folder that receives the run folders
                       n_base:int=20, # base rollouts per prompt
                       seed:int=0, # seed of everything
                      )->Path:
-    "Write synthetic run folders (zx, train_<arm>, heldout, report, calibration, breakeven_<arm>, theory) under `root`."
+    "Write synthetic run folders (zx, <arm> per arm, heldout, report, calibration, breakeven_<arm>, theory) under `root`."
     rng, root = np.random.default_rng(seed), Path(root)
     ids = [f"p{i:03d}" for i in range(n_prompts)]
     z = np.where(rng.random(n_prompts) < 0.2, 0.0, rng.beta(0.7, 1.2, n_prompts)); s = rng.beta(2, 2, n_prompts)
     lib = rng.choice(["math", "strings", "lists"], n_prompts)
-    def write(name, cfg, **tables):
+    def write(name, cfg, config_file="config.json", **tables):
         d = root / name; d.mkdir(parents=True, exist_ok=True)
-        (d / "config.json").write_text(json.dumps(cfg, indent=2))
+        (d / config_file).write_text(json.dumps(cfg, indent=2))
         for k, v in tables.items():
-            if isinstance(v, pd.DataFrame): (v.to_parquet if k in ("draws", "train_log") else v.to_csv)(d / f"{k}.{'parquet' if k in ('draws', 'train_log') else 'csv'}", **({} if k in ("draws", "train_log") else {"index": False}))
-            else: (d / k).write_text(json.dumps(v, indent=2))
+            if not isinstance(v, pd.DataFrame): (d / k).write_text(json.dumps(v, indent=2))
+            elif k in ("draws", "log", "base_rollouts"): v.to_parquet(d / f"{k}.parquet")
+            else: v.to_csv(d / f"{k}.csv", index=False)
     model = "SmolLM2-135M-Instruct (synthetic)"
     bv = (rng.random((n_prompts, n_base)) < z[:, None]).astype(float)
     roll = pd.DataFrame(dict(prompt_id=np.repeat(ids, n_base), draw=np.tile(np.arange(n_base), n_prompts),
                              valid=bv.ravel(), correct=(bv * (rng.random(bv.shape) < s[:, None])).ravel(),
                              library=np.repeat(lib, n_base)))
     prompts = pd.DataFrame(dict(prompt_id=ids, prompt=[f"def task_{i}(xs):\n    \"\"\"Synthetic task {i}: return something about xs.\"\"\"" for i in range(n_prompts)]))
-    write("zx", dict(kind="zx", model=model, tasks="embedded", n_base=n_base, seed=seed), rollouts=roll, prompts=prompts)
-    keys = [("base", "base", 0.0)] + [(a, f"step{st}", 0.5 * (j + 1) * st / max(steps)) for j, a in enumerate(arms) for st in steps]
+    from proposal_nb.evaluation import prompt_rates
+    strict = roll.valid * (rng.random(len(roll)) < 0.6)                     # a stricter potential accepts fewer draws
+    z_table = pd.concat([prompt_rates(roll).assign(potential="no_error"),
+                         prompt_rates(roll.assign(valid=strict, correct=roll.correct * strict)).assign(potential="strict")])
+    write("zx", dict(kind="zx", model=model, tasks="embedded", n_base=n_base, seed=seed), base_rollouts=roll, z_table=z_table,
+          prompts=prompts)
+    keys = [("base", "base", 0.0)] + [(a, f"{a}-step{st}", 0.5 * (j + 1) * st / max(steps)) for j, a in enumerate(arms) for st in steps]
     rows = []
     for arm, ck, g in keys:
         v = np.where(z > 0, 1 / (1 + np.exp(-(np.log(np.maximum(z, 1e-9) / np.maximum(1 - z, 1e-9)) + g))), 0.0)
@@ -221,11 +261,12 @@ def synthetic_results(root:Path|str, # folder that receives the run folders
         L = 20 + rng.poisson(60, val.shape); logq = -0.4 * L - rng.exponential(1.0, val.shape)
         lw = np.where(ck == "base", 0.0, rng.normal(-0.2, 0.6, val.shape))
         P, R, M = np.indices(val.shape).reshape(3, -1)
-        rows.append(pd.DataFrame(dict(prompt_id=np.asarray(ids)[P], checkpoint=ck, arm=arm, run=R, draw=M,
+        rows.append(pd.DataFrame(dict(prompt_id=np.asarray(ids)[P], checkpoint=ck, run=R, draw=M,
                                       valid=val.ravel(), correct=cor.ravel(), logp=(logq + lw).ravel(), logq=logq.ravel(),
                                       logr=np.where(val.ravel() > 0, 0.0, -np.inf), length=L.ravel(),
                                       text_hash=rng.integers(0, 1 << 40, val.size).astype(str), library=np.asarray(lib)[P])))
-    write("heldout", dict(kind="evaluate", model=model, arms=["base", *arms], runs=runs, draws=draws, seed=seed),
+    write("heldout", dict(kind="evaluate", model=model, checkpoints={ck: f"results/{a}/checkpoints/{ck}" for a, ck, _ in keys[1:]} | {"base": ""},
+                          runs=runs, draws=draws, seed=seed),
           draws=pd.concat(rows, ignore_index=True), prompts=prompts)
     for j, a in enumerate(arms):
         n = max(steps); st = np.arange(1, n + 1)
@@ -234,7 +275,9 @@ def synthetic_results(root:Path|str, # folder that receives the run folders
                                 max_weight=np.exp(rng.normal(0, 1, n)), validity=np.clip(0.3 + 0.3 * st / n + 0.1 * rng.standard_normal(n), 0, 1),
                                 n_samples=draws, t_generation=rng.gamma(4, 0.02, n), t_potential=rng.gamma(4, 0.2, n),
                                 t_scoring=rng.gamma(4, 0.01, n), t_update=rng.gamma(4, 0.05, n)))
-        write(f"train_{a}", dict(kind="train", arm=a, estimator=a, model=model, steps=n, M=draws, lr=1e-5, seed=seed), train_log=log)
+        tr = pd.DataFrame(dict(step=np.repeat(st[:10], draws), prompt_id=rng.choice(ids, 10 * draws), draw=np.tile(np.arange(draws), 10),
+                               valid=rng.integers(0, 2, 10 * draws).astype(float)))          # training draws: not held-out
+        write(a, dict(estimator=a, model=model, steps=n, M=draws, lr=1e-5, seed=seed), "run_config.json", log=log, draws=tr)
     # the report card and the break-even exports in the formats their modules write
     from proposal_nb.evaluation import synthetic_draws, SyntheticSpec
     from proposal_nb.report_card import report_card
@@ -333,11 +376,16 @@ def metric_band_chart(summary:pd.DataFrame, # Heldout.summary rows
     return alt.layer(band, line, data=d).properties(width=260, height=170).facet(
         facet=alt.Facet("metric:N", title=None), columns=3).resolve_scale(y="independent")
 
+def key_label(key:str)->str:
+    "Short name of an 'arm/checkpoint' key: the checkpoint when it already names the arm, else the key."
+    arm, _, ck = str(key).partition("/")
+    return ck if ck and (ck == arm or ck.startswith(arm)) else str(key)
+
 def paired_chart(paired:pd.DataFrame, # Heldout.paired rows of one reference (a) and one or more metrics
                 ):
     "Paired per-prompt difference b − a with its CI, one row per pair, a rule at 0; coloured by b's arm."
     alt = _alt()
-    d = paired.assign(pair=paired.b.astype(str) + " − " + paired.a.astype(str), arm=paired.b.astype(str).str.split("/", n=1).str[0])
+    d = paired.assign(pair=paired.b.map(key_label) + " − " + paired.a.map(key_label), arm=paired.b.astype(str).str.split("/", n=1).str[0])
     y = alt.Y("pair:N", title=None, sort=list(dict.fromkeys(d.pair)))
     base = alt.Chart().encode(y=y)
     ci = base.mark_rule(strokeWidth=2).encode(x=alt.X("lo:Q", title="difference (95% CI)"), x2="hi:Q", color="arm:N")
@@ -564,7 +612,7 @@ def page_heldout(runs, results, ctx)->Page|None:
         refs = ho.paired.groupby("source").a.first()
         d = ho.paired[(ho.paired.a == ho.paired.source.map(refs)) & ho.paired.metric.isin(main)]
         blocks += [("h2", "Paired per-prompt differences against the reference (same bootstrap resamples)"),
-                   ("p", "Reference: " + ", ".join(f"{html.escape(s)}: <code>{html.escape(str(a))}</code>" for s, a in refs.items())),
+                   ("p", "Reference: " + ", ".join(f"{html.escape(s)}: <code>{html.escape(key_label(a))}</code>" for s, a in refs.items())),
                    ("chart", paired_chart(d))]
     tab = ho.summary[ho.summary.metric.isin(main)][["source", "arm", "checkpoint", "metric", "estimate", "lo", "hi"]]
     return Page("heldout", "Held-out", blocks + [("h2", "Table"), ("table", tab)])
@@ -573,7 +621,8 @@ def _pp_with_rates(ctx):
     ho, r = ctx.get("heldout"), ctx.get("rates")
     pp = ho.per_prompt
     if r is not None:
-        pp = pp.merge(r.drop_duplicates("prompt_id")[["prompt_id", "Z", "C", "zbin"] + [c for c in ("library", "difficulty") if c in r.columns and c not in pp.columns]],
+        r = one_potential(r)
+        pp = pp.merge(r[["prompt_id", "Z", "C", "zbin"] + [c for c in ("library", "difficulty") if c in r.columns and c not in pp.columns]],
                       on="prompt_id", how="left")
     return pp
 
@@ -583,7 +632,8 @@ def page_bins(runs, results, ctx)->Page|None:
     if ho is None or ctx.get("rates") is None or not len(ho.per_prompt): return None
     pp = _pp_with_rates(ctx).dropna(subset=["zbin"])
     m = "validity" if "validity" in pp.columns else [c for c in ho.summary.metric.unique()][0]
-    blocks = [("p", "Mean of each metric over the held-out prompts of each Z(x) bin (Z from base rollouts) against the "
+    pot = f" under the {ctx['rates'].potential.iloc[0]} potential" if "potential" in ctx["rates"].columns else ""
+    blocks = [("p", f"Mean of each metric over the held-out prompts of each Z(x) bin (Z from base rollouts{pot}) against the "
                     "training step; bands are within-bin prompt-bootstrap 95% intervals.")]
     for src, g in pp.groupby("source", sort=False):
         for metric in [x for x in (m, "pass1", "wacc") if x in pp.columns]:
@@ -736,8 +786,30 @@ SITE_JS = r"""(function(){
   Promise.all(jobs).then(function(){ window.__siteReady=true; }, function(e){ console.error('chart failed: '+e); window.__siteReady='error'; });
 })();"""
 
+PALETTE = ["#4c78a8", "#f58518", "#e45756", "#72b7b2", "#54a24b", "#eeca3b", "#b279a2", "#ff9da6", "#9d755d", "#bab0ac"]
+
+def arm_colours(spec:dict, # a Vega-Lite spec (changed in place)
+                arms:Sequence[str], # every arm of the site, in order: arm i gets PALETTE[i % 10]
+               )->dict:
+    "Colour each arm the same on every page; a chart's legend lists only the arms in its data."
+    colour = {a: PALETTE[i % len(PALETTE)] for i, a in enumerate(arms)}
+    present = [a for a in arms if a in spec_values(spec, "arm")]
+    scale = {"domain": present, "range": [colour[a] for a in present]}
+    def walk(x):
+        if isinstance(x, dict):
+            for k, v in x.items():
+                if k == "color" and isinstance(v, dict):
+                    for enc in (v, v.get("condition")):
+                        if isinstance(enc, dict) and enc.get("field") == "arm": enc["scale"] = {**enc.get("scale", {}), **scale}
+                else: walk(v)
+        elif isinstance(x, list):
+            for v in x: walk(v)
+    if present: walk(spec)
+    return spec
+
 def render_page(page:Page, # the page
                 nav:Sequence[tuple[str, str]], # (slug, title) of every page, in order
+                arms:Sequence[str]|None=None, # colour domain of the `arm` field shared by all pages
                )->str:
     "The HTML of one page."
     body, n = [], 0
@@ -747,8 +819,10 @@ def render_page(page:Page, # the page
         elif kind == "html": body.append(x)
         elif kind == "table": body.append(_df_html(x))
         elif kind == "img": body.append(f"<figure><img class='fig' src='{html.escape(x[0])}' alt='{html.escape(x[1])}'><figcaption class='note'>{html.escape(x[1])}</figcaption></figure>")
-        elif kind == "chart":
-            spec = json.dumps(chart_spec(x), allow_nan=False, default=str).replace("</", "<\\/")
+        elif kind in ("chart", "spec"):
+            sp = chart_spec(x) if kind == "chart" else x
+            if arms: arm_colours(sp, arms)
+            spec = json.dumps(sp, allow_nan=False, default=str).replace("</", "<\\/")
             body.append(f"<div class='chart' id='chart{n}'></div><script type='application/json' data-chart='chart{n}'>{spec}</script>"); n += 1
         elif kind == "prompts":
             data = json.dumps(x, allow_nan=False).replace("</", "<\\/")
@@ -792,12 +866,14 @@ def build_site(results_dir:Path|str="results", # folder of run folders
     runs = find_runs(results)
     ctx = dict(rates=rates_table(runs), heldout=heldout_tables(runs, n_boot=n_boot))
     pages = [p for f in PAGES if (p := f(runs, results, ctx)) is not None] + [run_page(r, out) for r in runs]
+    pages = [p._replace(blocks=[("spec", chart_spec(x)) if k == "chart" else (k, x) for k, x in p.blocks]) for p in pages]
+    arms = sorted({a for p in pages for k, x in p.blocks if k == "spec" for a in spec_values(x, "arm")}, key=lambda a: (a != "base", a))
     nav = [(p.slug, p.title) for p in pages]
     write_vendor(out)
     (out / "style.css").write_text(CSS); (out / "site.js").write_text(SITE_JS)
     written = []
     for p in pages:
-        f = out / f"{p.slug}.html"; f.write_text(render_page(p, nav)); written.append(f)
+        f = out / f"{p.slug}.html"; f.write_text(render_page(p, nav, arms)); written.append(f)
     return written
 
 # %% ../nbs/38_site.ipynb #c048

@@ -58,7 +58,7 @@ def test_site_in_headless_chromium(tmp_path):
     pages = build_site(tmp_path / "results", tmp_path / "_build", n_boot=300)
     names = [p.name for p in pages]
     assert names[:len(PAGES)] == PAGES, names
-    assert {"run-heldout.html", "run-theory.html", "run-train_rbmsc.html"} <= set(names), names
+    assert {"run-heldout.html", "run-theory.html", "run-rbmsc.html", "run-zx.html"} <= set(names), names
     t1 = time.time()
 
     shots = Path(os.environ.get("SITE_SCREENSHOTS") or tmp_path / "screenshots")
