@@ -585,7 +585,8 @@ def page_rates(runs, results, ctx)->Page|None:
     "Z(x) and C(x) distributions from base rollouts."
     r = ctx.get("rates")
     if r is None: return None
-    counts = r.groupby("zbin").size().reindex(ZBIN_LABELS, fill_value=0).rename("prompts").reset_index()
+    by = r.potential if "potential" in r.columns else pd.Series("prompts", index=r.index)
+    counts = pd.crosstab(r.zbin, by).reindex(ZBIN_LABELS, fill_value=0).rename_axis(None, axis=1).reset_index()
     return Page("zc", "Z(x) / C(x)", [
         ("p", "Z(x): share of the base model's rollouts that pass the checker; C(x): share that are correct. Hover for a prompt."),
         ("chart", rates_charts(r)), ("h2", "Prompts per Z(x) bin"), ("table", counts)])
