@@ -4,7 +4,7 @@
 
 # %% ../nbs/38_site.ipynb #c001
 from __future__ import annotations
-import argparse, functools, html, json, os, re, select, shutil, subprocess, tempfile, time
+import argparse, functools, html, json, os, re, select, shutil, subprocess, sys, tempfile, time
 from pathlib import Path
 from typing import Callable, NamedTuple, Sequence
 import numpy as np
@@ -18,10 +18,10 @@ __all__ = ['SCHEMA', 'TABLE_EXTS', 'HEADLINE', 'REPORT_CARD', 'ZBIN_LABELS', 'CO
            'zbin_labels', 'rates_table', 'one_potential', 'Heldout', 'heldout_tables', 'synthetic_results',
            'chart_spec', 'chart_specs', 'spec_values', 'thin', 'training_chart', 'from_base', 'metric_band_chart',
            'key_label', 'paired_chart', 'rates_charts', 'bin_table', 'bins_chart', 'updown_table', 'prompt_chart',
-           'prompt_details', 'table_chart', 'Page', 'headline_table', 'page_overview', 'page_rates', 'page_training',
-           'page_heldout', 'page_bins', 'page_prompts', 'page_report_card', 'page_calibration', 'breakeven_charts',
-           'page_breakeven', 'run_page', 'arm_colours', 'render_page', 'write_vendor', 'build_site', 'main', 'page_for',
-           'show_page', 'find_chromium', 'Chromium', 'PageCheck', 'check_site', 'verify_site']
+           'task_texts', 'prompt_details', 'table_chart', 'Page', 'headline_table', 'page_overview', 'page_rates',
+           'page_training', 'page_heldout', 'page_bins', 'page_prompts', 'page_report_card', 'page_calibration',
+           'breakeven_charts', 'page_breakeven', 'run_page', 'arm_colours', 'render_page', 'write_vendor', 'build_site',
+           'main', 'page_for', 'show_page', 'find_chromium', 'Chromium', 'PageCheck', 'check_site', 'verify_site']
 
 # %% ../nbs/38_site.ipynb #c005
 SCHEMA = {  # file stem: (pages that read it, what it holds)
@@ -487,15 +487,25 @@ def prompt_chart(per_prompt:pd.DataFrame, # Heldout.per_prompt (+ Z, C when know
         color="arm:N", detail="prompt_id:N", tooltip=tips).transform_filter({"param": PROMPT_SIGNAL, "empty": False}).properties(width=480, height=160)
     return alt.vconcat(sc, traj)
 
+def task_texts(config:dict, # a run's config: `tasks` ("embedded", "humaneval" or a task file / HF id) and `layout`
+              )->pd.DataFrame|None:
+    "prompt_id, prompt of the task set a run names in its config (proposal_nb.tasks loaders), or None if it names none."
+    src = config.get("tasks")
+    if not isinstance(src, str) or not src: return None
+    from proposal_nb import tasks as T
+    ts = T.load_embedded() if src == "embedded" else T.load_humaneval() if src == "humaneval" else T.load_tasks(src, config.get("layout", "native"))
+    return pd.DataFrame(dict(prompt_id=[t.id for t in ts], prompt=[t.prompt for t in ts]))
+
 def prompt_details(per_prompt:pd.DataFrame, # Heldout.per_prompt (+ Z, C, tags)
                    prompts:pd.DataFrame|None, # prompt_id, prompt (text); may be None
                    metrics:Sequence[str], # metric columns shown per checkpoint
+                   missing:str="(prompt text not saved)", # shown for a prompt without text
                   )->dict:
     "{prompt_id: {prompt, Z, C, tags..., rows: [{arm, checkpoint, metric values}]}} for the detail panel."
     text = {} if prompts is None else dict(zip(prompts.prompt_id.astype(str), prompts["prompt"].astype(str)))
     out = {}
     for pid, g in per_prompt.sort_values(["arm", "step"]).groupby("prompt_id", sort=False):
-        info = {"prompt": text.get(str(pid), "(prompt text not saved: add prompts.csv with prompt_id, prompt)")}
+        info = {"prompt": text.get(str(pid), missing)}
         for c in ("Z", "C", "zbin", "library", "difficulty", "split"):
             if c in g.columns and pd.notna(g[c].iloc[0]): v = g[c].iloc[0]; info[c] = round(float(v), 4) if isinstance(v, (float, np.floating)) else str(v)
         info["rows"] = [{"arm": str(r.arm), "checkpoint": str(r.checkpoint), **{m: round(float(getattr(r, m)), 4) for m in metrics}}
@@ -649,7 +659,17 @@ def page_prompts(runs, results, ctx)->Page|None:
     pp = _pp_with_rates(ctx)
     metric = "validity" if "validity" in pp.columns else [c for c in ho.summary.metric.unique()][0]
     shown = [c for c in ("wacc", "pass1", "validity", "ess_per_m") if c in pp.columns]
+    missing = "(prompt text not saved: add prompts.csv with prompt_id, prompt, or name the task set in config.json)"
     prompts = collect(runs, "prompts")
+    if prompts is None:                      # no saved texts: the task set named in the held-out runs' configs
+        found = []
+        for r in [r for r in runs if r.name in set(ho.per_prompt.source)]:
+            try:
+                if (t := task_texts(r.config)) is not None: found.append(t)
+            except Exception as e:                   # display only: say why on the page and on stderr, build the rest
+                missing = f"(prompt text unavailable: {r.name}/config.json names tasks {r.config.get('tasks')!r}: {e})"
+                print(f"[proposal_nb] site: {missing}", file=sys.stderr)
+        prompts = pd.concat(found, ignore_index=True) if found else None
     if prompts is not None:
         if "prompt_id" not in prompts.columns and "id" in prompts.columns: prompts = prompts.rename(columns={"id": "prompt_id"})  # Task rows
         if not {"prompt_id", "prompt"} <= set(prompts.columns):
@@ -657,7 +677,7 @@ def page_prompts(runs, results, ctx)->Page|None:
         prompts = prompts.drop_duplicates("prompt_id")
     return Page("prompts", "Per-prompt", [
         ("p", "Click a point to select a prompt (double-click clears): it is highlighted in every arm, its trajectory is drawn below, and its text and values appear in the panel."),
-        ("chart", prompt_chart(pp, metric)), ("prompts", prompt_details(pp, prompts, shown))])
+        ("chart", prompt_chart(pp, metric)), ("prompts", prompt_details(pp, prompts, shown, missing))])
 
 def page_report_card(runs, results, ctx)->Page|None:
     "The proposal report card."
@@ -877,7 +897,7 @@ def build_site(results_dir:Path|str="results", # folder of run folders
         f = out / f"{p.slug}.html"; f.write_text(render_page(p, nav, arms)); written.append(f)
     return written
 
-# %% ../nbs/38_site.ipynb #c048
+# %% ../nbs/38_site.ipynb #c050
 def main(argv=None):
     "Command line: build the results site from run folders."
     ap = argparse.ArgumentParser(prog="proposal-nb-site", description=build_site.__doc__)
@@ -894,7 +914,7 @@ def main(argv=None):
         print(f"[proposal_nb] site check: {rep['pages']} pages, {rep['charts']} charts, no console errors → {rep['shots']}")
     return pages
 
-# %% ../nbs/38_site.ipynb #c051
+# %% ../nbs/38_site.ipynb #c053
 def page_for(slug:str, # page file name without .html: index, zc, training, ..., or run-<name>
              results:Path|str|None=None, # results folder (default: $PROPOSAL_NB_RESULTS or ../results)
              n_boot:int=2000, # bootstrap resamples for draw tables
@@ -934,7 +954,7 @@ def show_page(slug:str, # page slug (see page_for)
     for o in out: display(o)
     return out
 
-# %% ../nbs/38_site.ipynb #c056
+# %% ../nbs/38_site.ipynb #c058
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
                   "--disable-dev-shm-usage", "--hide-scrollbars", "--mute-audio"]
@@ -1057,7 +1077,7 @@ class Chromium:
     def __enter__(self): return self
     def __exit__(self, *a): self.close()
 
-# %% ../nbs/38_site.ipynb #c057
+# %% ../nbs/38_site.ipynb #c059
 _MARKS_JS = """Array.from(document.querySelectorAll('div.chart')).map(d => ({id: d.id,
   svg: d.querySelectorAll('svg').length, canvas: d.querySelectorAll('canvas').length,
   marks: d.querySelectorAll('g.role-mark > path, g.role-mark > rect, g.role-mark > line, g.role-mark > text, g.role-mark > circle, g.role-mark > image').length}))"""
@@ -1104,7 +1124,7 @@ def check_site(site_dir:Path|str, # a built site
             out.append(PageCheck(f.name, round(secs, 2), b.errors(), charts, shot, shown))
     return out
 
-# %% ../nbs/38_site.ipynb #c061
+# %% ../nbs/38_site.ipynb #c063
 def verify_site(site_dir:Path|str, # a built site
                 shots_dir:Path|str, # screenshots and check.json go here
                 exe:str|None=None, # chromium executable
@@ -1122,5 +1142,5 @@ def verify_site(site_dir:Path|str, # a built site
         if c.page == "prompts.html" and not c.prompt: raise RuntimeError("prompts.html: a click on a prompt showed no details")
     return rep
 
-# %% ../nbs/38_site.ipynb #c064
+# %% ../nbs/38_site.ipynb #c066
 if __name__ == "__main__": main()
