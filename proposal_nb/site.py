@@ -13,15 +13,16 @@ from .zbins import Z_BIN_LABELS
 
 # %% auto #0
 __all__ = ['SCHEMA', 'TABLE_EXTS', 'HEADLINE', 'REPORT_CARD', 'ZBIN_LABELS', 'CONFIG_FILES', 'ALIASES', 'HELDOUT_COLUMNS',
-           'PROMPT_SIGNAL', 'CONTROL_TABLES', 'PAGES', 'VENDOR_JS', 'CSS', 'SITE_JS', 'PALETTE', 'CHROMIUM_FLAGS',
-           'Run', 'find_runs', 'read_table', 'checkpoint_parts', 'step_of', 'arm_of', 'default_arm', 'collect',
-           'zbin_labels', 'rates_table', 'one_potential', 'Heldout', 'heldout_tables', 'synthetic_results',
-           'chart_spec', 'chart_specs', 'spec_values', 'thin', 'training_chart', 'from_base', 'metric_band_chart',
-           'key_label', 'paired_chart', 'rates_charts', 'bin_table', 'bins_chart', 'updown_table', 'prompt_chart',
-           'task_texts', 'prompt_details', 'table_chart', 'Page', 'headline_table', 'page_overview', 'page_rates',
-           'page_training', 'page_heldout', 'page_bins', 'page_prompts', 'page_report_card', 'page_calibration',
-           'breakeven_charts', 'page_breakeven', 'run_page', 'arm_colours', 'render_page', 'write_vendor', 'build_site',
-           'main', 'page_for', 'show_page', 'find_chromium', 'Chromium', 'PageCheck', 'check_site', 'verify_site']
+           'OVERLAYS', 'SMOOTHED', 'PROMPT_SIGNAL', 'CONTROL_TABLES', 'PAGES', 'VENDOR_JS', 'CSS', 'SITE_JS', 'PALETTE',
+           'CHROMIUM_FLAGS', 'Run', 'find_runs', 'read_table', 'checkpoint_parts', 'step_of', 'arm_of', 'default_arm',
+           'collect', 'zbin_labels', 'rates_table', 'one_potential', 'Heldout', 'heldout_tables', 'synthetic_results',
+           'chart_spec', 'chart_specs', 'spec_values', 'thin', 'training_long', 'training_chart', 'from_base',
+           'metric_band_chart', 'key_label', 'paired_chart', 'rates_charts', 'bin_table', 'training_draws',
+           'train_bin_table', 'train_bins_chart', 'bins_chart', 'updown_table', 'prompt_chart', 'task_texts',
+           'prompt_details', 'table_chart', 'Page', 'headline_table', 'page_overview', 'page_rates', 'page_training',
+           'page_heldout', 'page_bins', 'page_prompts', 'page_report_card', 'page_calibration', 'breakeven_charts',
+           'page_breakeven', 'run_page', 'arm_colours', 'render_page', 'write_vendor', 'build_site', 'main', 'page_for',
+           'show_page', 'find_chromium', 'Chromium', 'PageCheck', 'check_site', 'verify_site']
 
 # %% ../nbs/38_site.ipynb #c005
 SCHEMA = {  # file stem: (pages that read it, what it holds)
@@ -271,12 +272,16 @@ def synthetic_results(root:Path|str, # folder that receives the run folders
     for j, a in enumerate(arms):
         n = max(steps); st = np.arange(1, n + 1)
         log = pd.DataFrame(dict(step=st, loss=2.0 * np.exp(-st / (200 + 100 * j)) + 0.1 * rng.standard_normal(n),
-                                grad_norm=np.abs(1 + 0.3 * rng.standard_normal(n)), ema_norm=0.03 + 0.5 * np.exp(-st / 50),
+                                grad_norm=np.abs(1 + 0.3 * rng.standard_normal(n)), grad_ema_norm=0.03 + 0.5 * np.exp(-st / 50), ema_floor=0.0224,
                                 max_weight=np.exp(rng.normal(0, 1, n)), validity=np.clip(0.3 + 0.3 * st / n + 0.1 * rng.standard_normal(n), 0, 1),
                                 n_samples=draws, t_generation=rng.gamma(4, 0.02, n), t_potential=rng.gamma(4, 0.2, n),
                                 t_scoring=rng.gamma(4, 0.01, n), t_update=rng.gamma(4, 0.05, n)))
-        tr = pd.DataFrame(dict(step=np.repeat(st[:10], draws), prompt_id=rng.choice(ids, 10 * draws), draw=np.tile(np.arange(draws), 10),
-                               valid=rng.integers(0, 2, 10 * draws).astype(float)))          # training draws: not held-out
+        order = np.concatenate([rng.permutation(n_prompts) for _ in range(3)])         # 3 epochs, one prompt per step
+        gain = np.repeat([0.0, 0.5, 1.0], n_prompts) * (j + 1)
+        zv = np.where(z[order] > 0, 1 / (1 + np.exp(-(np.log(np.maximum(z[order], 1e-9) / np.maximum(1 - z[order], 1e-9)) + gain))), 0.0)
+        tr = pd.DataFrame(dict(step=np.repeat(np.arange(1, len(order) + 1), draws), prompt_id=np.repeat(np.asarray(ids)[order], draws),
+                               draw=np.tile(np.arange(draws), len(order)),
+                               valid=(rng.random(len(order) * draws) < np.repeat(zv, draws)).astype(float)))  # training draws
         write(a, dict(estimator=a, model=model, steps=n, M=draws, lr=1e-5, seed=seed), "run_config.json", log=log, draws=tr)
     # the report card and the break-even exports in the formats their modules write
     from proposal_nb.evaluation import synthetic_draws, SyntheticSpec
@@ -340,19 +345,39 @@ def thin(df:pd.DataFrame, # long table with `arm`, `metric` and an ordered x col
         out.append(g.iloc[np.unique(np.r_[np.arange(0, len(g), k), len(g) - 1])] if k > 1 else g)
     return pd.concat(out, ignore_index=True) if out else df
 
-def training_chart(log:pd.DataFrame, # stacked train_log tables (step, arm, numeric diagnostics)
-                   max_points:int=600, # points per arm and diagnostic
-                  ):
-    "One small line chart per numeric diagnostic against step, coloured by arm, independent y scales."
-    alt = _alt()
+OVERLAYS = {"ema_floor": "grad_ema_norm", "clip": "max_log_weight"}  # reference column: the diagnostic it is drawn over
+SMOOTHED = ("loss", "validity")                                        # diagnostics that also get a running mean
+
+def training_long(log:pd.DataFrame, # stacked train_log tables (step, arm, numeric diagnostics)
+                  window:int|None=None, # running-mean window (default: 1/50 of the longest log, at least 5)
+                 )->pd.DataFrame:
+    "step, arm, metric, line ('value', 'running mean' or a reference name), value: one panel per diagnostic."
     if "step" not in log.columns: raise ValueError(f"train_log lacks a 'step' column; has {list(log.columns)}")
-    num = [c for c in log.columns if c not in ("step", "epoch", "arm", "source") and pd.api.types.is_numeric_dtype(log[c])]
-    long = log.melt(id_vars=["step", "arm"], value_vars=num, var_name="metric").dropna(subset=["value"])
-    long = long[np.isfinite(long.value.astype(float))]
-    long = thin(long, "step", max_points)
+    num = [c for c in log.columns if c not in ("step", "epoch", "arm", "source") and pd.api.types.is_numeric_dtype(log[c])
+           and not pd.api.types.is_bool_dtype(log[c])]
+    log = log.sort_values(["arm", "step"])
+    long = log.melt(id_vars=["step", "arm"], value_vars=num, var_name="metric").assign(line="value")
+    ref = long.metric.isin([r for r, m in OVERLAYS.items() if m in num])
+    long.loc[ref, "line"] = long.loc[ref, "metric"]; long.loc[ref, "metric"] = long.loc[ref, "metric"].map(OVERLAYS)
+    w = window or max(5, log.groupby("arm").size().max() // 50)
+    runs = [long[(long.metric == m) & (long.line == "value")].assign(
+                line="running mean", value=lambda d: d.groupby("arm").value.transform(lambda v: v.rolling(w, min_periods=1).mean()))
+            for m in SMOOTHED if m in num]
+    long = pd.concat([long, *runs], ignore_index=True).dropna(subset=["value"])
+    return long[np.isfinite(long.value.astype(float))]
+
+def training_chart(log:pd.DataFrame, # stacked train_log tables (step, arm, numeric diagnostics)
+                   max_points:int=600, # points per arm, diagnostic and line
+                  ):
+    "One small chart per diagnostic against step, coloured by arm; running means and reference lines (floor, clip) dashed."
+    alt = _alt()
+    long = thin(training_long(log).assign(key=lambda d: d.metric + "|" + d.line).rename(columns={"metric": "panel", "key": "metric"}),
+                "step", max_points).drop(columns="metric").rename(columns={"panel": "metric"})
     return alt.Chart(long).mark_line(point=False).encode(
         x=alt.X("step:Q"), y=alt.Y("value:Q", title=None), color=alt.Color("arm:N"),
-        tooltip=["arm", "step", "metric", alt.Tooltip("value:Q", format=".4g")],
+        strokeDash=alt.StrokeDash("line:N", title="line", sort=["value"]),
+        opacity=alt.condition(alt.datum.line == "value", alt.value(0.55), alt.value(1.0)),
+        tooltip=["arm", "step", "metric", "line", alt.Tooltip("value:Q", format=".4g")],
     ).properties(width=260, height=150).facet(facet=alt.Facet("metric:N", title=None), columns=3).resolve_scale(y="independent")
 
 # %% ../nbs/38_site.ipynb #c023
@@ -425,6 +450,33 @@ def bin_table(per_prompt:pd.DataFrame, # Heldout.per_prompt of one source, joine
         t = group_means(g, g.drop_duplicates("prompt_id").set_index("prompt_id").zbin, metric, "checkpoint", n_boot=n_boot)
         out.append(t.rename(columns=dict(group="zbin")).assign(arm=arm, step=lambda d: d.checkpoint.map(step_of)))
     return pd.concat(out, ignore_index=True).dropna(subset=["estimate"])
+
+def training_draws(runs:Sequence[Run])->pd.DataFrame|None:
+    "The training draws of every run (a `draws` table with step, prompt_id, valid and no checkpoint column), with arm."
+    frames = []
+    for r in runs:
+        t = read_table(r.path, "draws")
+        if t is None or "checkpoint" in t.columns or not {"step", "prompt_id", "valid"} <= set(t.columns): continue
+        frames.append(t.assign(arm=arm_of(t, default_arm(r)).to_numpy(), source=r.name, prompt_id=t.prompt_id.astype(str)))
+    return pd.concat(frames, ignore_index=True) if frames else None
+
+def train_bin_table(draws:pd.DataFrame, # training draws (arm, step, prompt_id, valid)
+                    rates:pd.DataFrame, # rates_table (Z bins)
+                   )->pd.DataFrame:
+    "Per arm, Z(x) bin and epoch (a prompt's k-th visit is epoch k): mean training validity and visits."
+    v = draws.groupby(["arm", "prompt_id", "step"], as_index=False).valid.mean().sort_values(["arm", "prompt_id", "step"])
+    v["epoch"] = v.groupby(["arm", "prompt_id"]).cumcount() + 1
+    v = v.merge(one_potential(rates)[["prompt_id", "zbin"]], on="prompt_id")
+    t = v.groupby(["arm", "zbin", "epoch"], as_index=False).agg(validity=("valid", "mean"), visits=("valid", "size"))
+    return t.sort_values(["arm", "zbin", "epoch"], key=lambda c: c.map(ZBIN_LABELS.index) if c.name == "zbin" else c, ignore_index=True)
+
+def train_bins_chart(tb:pd.DataFrame)->object:
+    "Training validity per epoch, one panel per Z(x) bin, coloured by arm."
+    alt = _alt()
+    return alt.Chart(tb).mark_line(point=True).encode(
+        x=alt.X("epoch:O"), y=alt.Y("validity:Q", title="training validity"), color="arm:N",
+        tooltip=["arm", "zbin", "epoch", alt.Tooltip("validity:Q", format=".3f"), "visits"],
+    ).properties(width=150, height=140).facet(facet=alt.Facet("zbin:N", sort=ZBIN_LABELS, title=None), columns=5)
 
 def bins_chart(bins:pd.DataFrame, # from bin_table
                metric:str="validity", # axis title
@@ -602,12 +654,19 @@ def page_rates(runs, results, ctx)->Page|None:
         ("chart", rates_charts(r)), ("h2", "Prompts per Z(x) bin"), ("table", counts)])
 
 def page_training(runs, results, ctx)->Page|None:
-    "Step-wise training diagnostics of every arm."
+    "Step-wise training diagnostics of every arm, and training validity per epoch by Z(x) bin."
     log = collect(runs, "train_log")
     if log is None: return None
-    return Page("training", "Training", [
-        ("p", f"{log.arm.nunique()} arm(s), {len(log)} logged steps. Each panel is one diagnostic of the train_log table."),
-        ("chart", training_chart(log))])
+    blocks = [("p", f"{log.arm.nunique()} arm(s), {len(log)} logged steps. Each panel is one diagnostic of the training log; "
+                    "running means and reference lines (the gradient-EMA noise floor, the clip) are drawn in the same panel."),
+              ("chart", training_chart(log))]
+    td = training_draws(runs)
+    if td is not None and ctx.get("rates") is not None:
+        tb = train_bin_table(td, ctx["rates"])
+        if len(tb): blocks += [("h2", "Training validity per epoch, by Z(x) bin"),
+                               ("p", "A prompt's k-th visit counts in epoch k; each point is the mean validity of the visits."),
+                               ("chart", train_bins_chart(tb)), ("table", tb)]
+    return Page("training", "Training", blocks)
 
 def page_heldout(runs, results, ctx)->Page|None:
     "Held-out metrics by checkpoint with CI bands, and paired differences against the first arm/checkpoint."
