@@ -26,17 +26,18 @@ __all__ = ['SCHEMA', 'TABLE_EXTS', 'HEADLINE', 'REPORT_CARD', 'ZBIN_LABELS', 'CO
 
 # %% ../nbs/38_site.ipynb #c005
 SCHEMA = {  # file stem: (pages that read it, what it holds)
-    "config.json":     ("overview, runs", "what was run: model, tasks, arms, parameters; makes a folder a run"),
+    "config.json":     ("overview, runs", "what was run: model, tasks, arm, checkpoints {name: adapter path}; makes a folder a run (or run_config.json)"),
     "summary.json":    ("overview, runs", "headline numbers of the run (flat JSON object)"),
     "timing.json":     ("overview, break-even", "seconds per step (top level: the pipeline's; in a run: per-sample costs)"),
-    "draws":           ("held-out, per-bin, per-prompt", "held-out draw table: proposal_nb.evaluation.DRAW_COLUMNS, optional arm"),
+    "draws":           ("held-out, per-bin, per-prompt; training", "held-out draw table (proposal_nb.evaluation.DRAW_COLUMNS, optional arm); "
+                        "without checkpoint/run/correct columns it is a training run's draws (step, prompt_id, valid)"),
     "eval_summary":    ("held-out", "precomputed: arm, checkpoint, metric, estimate, lo, hi (used instead of draws)"),
     "eval_paired":     ("held-out", "precomputed: a, b, metric, diff, lo, hi"),
     "eval_per_prompt": ("per-bin, per-prompt", "precomputed: prompt_id, arm, checkpoint, one column per metric"),
-    "rollouts":        ("Z(x)/C(x), per-bin", "base rollouts: prompt_id, draw, valid, correct (+ library, difficulty, split)"),
-    "prompt_rates":    ("Z(x)/C(x), per-bin", "per prompt: prompt_id, Z, C (+ n, s, tags); used instead of rollouts"),
+    "rollouts":        ("Z(x)/C(x), per-bin", "base rollouts (or base_rollouts): prompt_id, draw, valid, correct (+ tags)"),
+    "prompt_rates":    ("Z(x)/C(x), per-bin", "per prompt (or z_table): prompt_id, Z, C (+ potential, n, s, tags); used instead of rollouts"),
     "prompts":         ("per-prompt", "prompt_id (or a Task's id), prompt: the text shown when a prompt is selected"),
-    "train_log":       ("training", "one row per step: step, optional arm, any numeric diagnostics"),
+    "train_log":       ("training", "one row per step (or log): step, optional arm, any numeric diagnostics"),
     "report_card":     ("report card", "one row per arm/checkpoint: numeric columns, optional <col>_lo/<col>_hi"),
     "calibration":     ("calibration", "one row per bucket: a label column, numeric columns, optional lo/hi"),
     "per_checkpoint":  ("break-even", "one row per checkpoint: K_eq, D̄, C̄, savings, N* ... (numeric)"),
