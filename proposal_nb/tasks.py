@@ -115,14 +115,22 @@ def load_embedded() -> list[Task]:
     return load_native(data_dir() / 'tasks' / 'embedded.jsonl')
 
 # %% ../nbs/20_tasks.ipynb #c015
-_FENCE = re.compile(r'```[ \t]*([\w+.-]*)[^\n]*\n(.*?)(?:```|\Z)', re.S)
+_FENCE_LINE = re.compile(r'^[ \t]*```[ \t]*([\w+.-]*)[^\n]*$', re.M)
+_CODE_START = re.compile(r'^(?:def |class |import |from |@|async def )', re.M)
 
 def extract_program(completion: str) -> str:
-    "The last Python (or unlabelled) fenced code block of `completion`, else its last block, else the completion."
-    blocks = _FENCE.findall(completion)
-    if not blocks: return completion
-    py = [code for lang, code in blocks if lang.lower() in ('', 'python', 'py', 'python3')]
-    return (py or [blocks[-1][1]])[-1].rstrip() + '\n'
+    "The last non-empty Python (or unlabelled) fenced code block of `completion`, else its last block, else the completion."
+    fences = list(_FENCE_LINE.finditer(completion))
+    if not fences: return completion
+    head, blocks, first = completion[:fences[0].start()], [], 0
+    m = _CODE_START.search(head)
+    if m and (not head[:m.start()].strip() or len(fences) % 2 == 1):
+        blocks.append(('', head[m.start():])); first = 1  # code before the first fence: that fence closes it
+    for i in range(first, len(fences), 2):  # fences pair up in order; a final unpaired one runs to the end
+        end = fences[i + 1].start() if i + 1 < len(fences) else len(completion)
+        blocks.append((fences[i].group(1).lower(), completion[fences[i].end() + 1:end]))
+    py = [code for lang, code in blocks if lang in ('', 'python', 'py', 'python3') and code.strip()]
+    return (py or [code for _, code in blocks if code.strip()] or [''])[-1].rstrip() + '\n'
 
 # %% ../nbs/20_tasks.ipynb #c018
 def build_program(task: Task, completion: str) -> str:
