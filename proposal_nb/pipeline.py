@@ -6,11 +6,14 @@
 from __future__ import annotations
 import argparse, json, sys, time
 from pathlib import Path
+from typing import Sequence
 import nbformat
 import proposal_nb
 
 # %% auto #0
-__all__ = ['REPO', 'RUNS', 'parameters_index', 'run_notebook', 'default_steps', 'run_pipeline', 'main']
+__all__ = ['REPO', 'RUNS', 'DEFAULT_TASKS', 'DEFAULT_SPLIT', 'DEFAULT_TRAIN', 'parameters_index', 'run_notebook', 'save_chart',
+           'base_validity', 'final_adapter', 'default_steps', 'run_pipeline', 'load_params', 'declared_parameters',
+           'run_experiment', 'main']
 
 # %% ../nbs/39_pipeline.ipynb #c005
 REPO = Path(proposal_nb.__file__).resolve().parents[1]
@@ -42,10 +45,46 @@ def run_notebook(nb_path, # the run notebook to execute
     return out_nb
 
 # %% ../nbs/39_pipeline.ipynb #c008
+def save_chart(chart, out_dir, name:str)->list[Path]:
+    "Write `name.vl.json` and, when vl-convert is available, `name.svg`; return the paths written."
+    out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
+    paths = [out / f"{name}.vl.json"]
+    paths[0].write_text(chart.to_json())
+    try:
+        import vl_convert  # noqa: F401
+        chart.save(out / f"{name}.svg"); paths.append(out / f"{name}.svg")
+    except ImportError: pass
+    return paths
+
+# %% ../nbs/39_pipeline.ipynb #c011
+DEFAULT_TASKS = dict(tasks="embedded", difficulties="easy,medium", limit=30)   # the task set every step shares
+DEFAULT_SPLIT = dict(heldout_frac=0.3, split_seed=42)                          # training / held-out split
+DEFAULT_TRAIN = dict(M=6, prompts_per_step=2, steps=12, lr=2e-4, max_new_tokens=192, checkpoint_every=6)
+
+def base_validity(results)->float:
+    "Mean validity of the base model from the Z(x) step (the normaliser's μ0), clipped into [0.05, 0.95]."
+    s = json.loads((Path(results) / "z" / "summary.json").read_text())
+    return float(min(max(s["validity"], 0.05), 0.95))
+
+def final_adapter(run_dir)->str:
+    "The adapter of the newest checkpoint of an online run folder."
+    ck = sorted((Path(run_dir) / "checkpoints").glob("step-*"), key=lambda p: int(p.name.split("-")[1]))
+    if not ck: raise FileNotFoundError(f"{run_dir}: no checkpoint")
+    return str(ck[-1] / "adapter")
+
 def default_steps(results)->list[tuple[str, Path, dict]]:
     "The default pipeline: (step name, run notebook, parameters) in execution order."
-    results = Path(results)
-    return [("theory", RUNS / "00_theory.ipynb", {"out_dir": str(results / "theory")})]
+    R = Path(results)
+    train = lambda est: {"out_dir": str(R / est), "estimator": est, **DEFAULT_TASKS, **DEFAULT_SPLIT, **DEFAULT_TRAIN,
+                         "mu0": lambda: base_validity(R)}
+    return [
+        ("theory", RUNS / "00_theory.ipynb", {"out_dir": str(R / "theory")}),
+        ("z", RUNS / "10_measure_z.ipynb", {"out_dir": str(R / "z"), **DEFAULT_TASKS, "n": 4, "max_new_tokens": 192}),
+        ("iguana", RUNS / "11_train_online.ipynb", train("iguana")),
+        ("msc", RUNS / "11_train_online.ipynb", train("msc")),
+        ("eval", RUNS / "13_evaluate.ipynb", {"out_dir": str(R / "eval"), **DEFAULT_TASKS, **DEFAULT_SPLIT, "R": 2, "M": 4,
+             "max_new_tokens": 192, "checkpoints": lambda: f"base=,iguana={final_adapter(R / 'iguana')},msc={final_adapter(R / 'msc')}"}),
+    ]
 
 def run_pipeline(results="results", # folder that receives one subfolder per step
                  only:list|None=None, # run only these step names
@@ -56,19 +95,65 @@ def run_pipeline(results="results", # folder that receives one subfolder per ste
     steps = default_steps(results)
     unknown = set(only or []) - {s for s, _, _ in steps}
     if unknown: raise ValueError(f"unknown steps {sorted(unknown)}; known: {[s for s, _, _ in steps]}")
-    timing = {}
+    timing_file = results / "timing.json"
+    timing = json.loads(timing_file.read_text()) if timing_file.exists() else {}
     for name, nb, params in steps:
         if only and name not in only: continue
-        print(f"[proposal_nb] step {name}: {nb.relative_to(REPO)} → {params.get('out_dir', results / name)}", flush=True)
+        params = {k: (v() if callable(v) else v) for k, v in params.items()}
+        print(f"[proposal_nb] step {name}: {nb.relative_to(REPO)} → {params['out_dir']}", flush=True)
         t0 = time.time()
-        run_notebook(nb, Path(params.get("out_dir", results / name)), params, progress=progress)
+        run_notebook(nb, Path(params["out_dir"]), params, progress=progress)
         timing[name] = round(time.time() - t0, 1)
-    (results / "timing.json").write_text(json.dumps(timing, indent=2))
+        timing_file.write_text(json.dumps(timing, indent=2))
     return timing
 
-# %% ../nbs/39_pipeline.ipynb #c010
+# %% ../nbs/39_pipeline.ipynb #c015
+def load_params(*files, # YAML files, later ones override earlier ones
+                sets:Sequence[str]=(), # "key=value" overrides (values parsed as YAML)
+               )->dict:
+    "Merge layered YAML parameter files and key=value overrides."
+    import yaml
+    out = {}
+    for f in files:
+        d = yaml.safe_load(Path(f).read_text()) or {}
+        if not isinstance(d, dict): raise ValueError(f"{f}: a parameters file must be a mapping, got {type(d).__name__}")
+        out.update(d)
+    for kv in sets:
+        if "=" not in kv: raise ValueError(f"--set expects key=value, got {kv!r}")
+        k, v = kv.split("=", 1); out[k] = yaml.safe_load(v)
+    return out
+
+def declared_parameters(nb_path)->set:
+    "Names assigned in a run notebook's parameters cell."
+    import ast
+    nb = nbformat.read(nb_path, as_version=4)
+    tree = ast.parse(nb.cells[parameters_index(nb)].source)
+    return {t.target.id if isinstance(t, ast.AnnAssign) else t.targets[0].id for t in tree.body if isinstance(t, (ast.Assign, ast.AnnAssign))}
+
+def run_experiment(nb_path, params:dict, out_dir=None)->Path:
+    "Run a notebook with checked parameters; out_dir defaults to params['out_dir']."
+    unknown = set(params) - declared_parameters(nb_path)
+    if unknown: raise ValueError(f"{Path(nb_path).name} has no parameter(s) {sorted(unknown)}")
+    out_dir = out_dir or params.get("out_dir")
+    if not out_dir: raise ValueError("no out_dir: pass --out or set out_dir in a parameters file")
+    return run_notebook(nb_path, out_dir, {**params, "out_dir": str(out_dir)})
+
+# %% ../nbs/39_pipeline.ipynb #c017
 def main(argv=None):
-    "Command line: `proposal-nb [--results DIR] [--only STEP ...]`."
+    "Command line: `proposal-nb [--results DIR] [--only STEP ...]` or `proposal-nb run NOTEBOOK -p FILE ... [--set k=v ...] [--out DIR]`."
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["run"]:
+        ap = argparse.ArgumentParser(prog="proposal-nb run", description=run_experiment.__doc__)
+        ap.add_argument("notebook", help="a run notebook (path, or a name under nbs/runs/)")
+        ap.add_argument("-p", "--params", action="append", default=[], help="YAML parameters file (repeatable; later wins)")
+        ap.add_argument("--set", action="append", default=[], help="key=value override (repeatable)")
+        ap.add_argument("--out", help="results folder (default: out_dir from the parameters)")
+        a = ap.parse_args(argv[1:])
+        params = load_params(*a.params, sets=a.set)
+        nb = Path(params.pop("notebook", a.notebook))
+        nb = nb if nb.exists() else RUNS / nb
+        print(f"[proposal_nb] wrote {run_experiment(nb, params, a.out)}")
+        return
     ap = argparse.ArgumentParser(prog="proposal-nb", description=run_pipeline.__doc__)
     ap.add_argument("--results", default="results", help="results folder (default: results)")
     ap.add_argument("--only", nargs="*", help="run only these steps")

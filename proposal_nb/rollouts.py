@@ -5,6 +5,7 @@
 # %% ../nbs/26_rollouts.ipynb #c001
 from __future__ import annotations
 import hashlib, math
+from pathlib import Path
 from typing import Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
@@ -16,7 +17,7 @@ from .densities import completion_logprobs, score_pq
 
 # %% auto #0
 __all__ = ['Potential', 'prompt_texts', 'text_hash', 'grade', 'base_rollouts', 'load_adapter_state', 'adapter_state',
-           'evaluation_draws']
+           'evaluation_draws', 'load_task_source', 'load_adapter_folder']
 
 # %% ../nbs/26_rollouts.ipynb #c005
 Potential = Callable[[Sequence[Task], Sequence[str]], np.ndarray]
@@ -122,3 +123,25 @@ def evaluation_draws(model, tokenizer, # a PeftModel (its adapter is replaced by
                            logp=logp.double().cpu().numpy(), logq=logq.double().cpu().numpy(), logr=logr,
                            length=[len(g.token_ids) for g in flat], text_hash=[text_hash(x) for x in texts]))
     return _with_tags(df, tasks)
+
+# %% ../nbs/26_rollouts.ipynb #c015
+def load_task_source(source:str="embedded", # "embedded", "humaneval", or a path / HF id
+                     layout:str="native", # loader layout for a path / HF id
+                     difficulties:Sequence[str]|None=None, # keep only these difficulty tags
+                     limit:int|None=None, # keep the first `limit` tasks (after filtering)
+                    )->list[Task]:
+    "A task set by name, optionally filtered by difficulty and truncated."
+    from proposal_nb import tasks as T
+    ts = T.load_embedded() if source == "embedded" else T.load_humaneval() if source == "humaneval" else T.load_tasks(source, layout)
+    if difficulties: ts = [t for t in ts if t.tags.get("difficulty") in set(difficulties)]
+    if not ts: raise ValueError(f"task source {source!r} with difficulties={difficulties} holds no task")
+    return ts[:limit] if limit else ts
+
+def load_adapter_folder(model, path)->dict:
+    "Load the adapter saved in `path` (peft format) into a PeftModel; returns its state."
+    from peft.utils import load_peft_weights
+    p = Path(path)
+    if not (p / "adapter_config.json").exists(): raise FileNotFoundError(f"{p}: no adapter_config.json (not a saved adapter)")
+    state = load_peft_weights(str(p), device=str(next(model.parameters()).device))
+    load_adapter_state(model, state)
+    return adapter_state(model)

@@ -4,7 +4,7 @@
 
 # %% ../nbs/27_training.ipynb #c001
 from __future__ import annotations
-import hashlib, json, math, time
+import hashlib, json, math, shutil, time
 from dataclasses import dataclass, asdict, fields
 from pathlib import Path
 from typing import Sequence
@@ -19,8 +19,8 @@ from .densities import score_pq, completion_token_logprobs
 from .rollouts import Potential, prompt_texts, text_hash, adapter_state, load_adapter_state
 
 # %% auto #0
-__all__ = ['ESTIMATORS', 'TIMING', 'OnlineConfig', 'step_seed', 'step_prompts', 'ema_floor', 'adam_moment_norm', 'OnlineRun',
-           'same_run', 'OfflineConfig', 'train_offline']
+__all__ = ['ESTIMATORS', 'EXTENDABLE', 'TIMING', 'OnlineConfig', 'step_seed', 'step_prompts', 'ema_floor', 'adam_moment_norm',
+           'OnlineRun', 'same_run', 'OfflineConfig', 'train_offline']
 
 # %% ../nbs/27_training.ipynb #c005
 ESTIMATORS = ("iguana", "msc", "rb-msc")
@@ -88,6 +88,8 @@ def adam_moment_norm(opt:torch.optim.Optimizer)->float:
     return math.sqrt(sq)
 
 # %% ../nbs/27_training.ipynb #c014
+EXTENDABLE = ("steps", "checkpoint_every")   # config keys a resumed run may change (run longer, save more often)
+
 class OnlineRun:
     "An online training run of a LoRA proposal (PeftModel) on tasks with a potential."
     def __init__(self, model, tokenizer, # a PeftModel (adapter trained) and its tokenizer
@@ -135,9 +137,8 @@ class OnlineRun:
         ck = self.checkpoint_dirs()
         if not ck: return False
         s = torch.load(ck[-1] / "trainer.pt", weights_only=False)
-        if s["config"] != asdict(self.cfg):
-            diff = {k: (s["config"].get(k), v) for k, v in asdict(self.cfg).items() if s["config"].get(k) != v}
-            raise ValueError(f"{ck[-1]}: checkpoint was made with a different config: {diff}")
+        diff = {k: (s["config"].get(k), v) for k, v in asdict(self.cfg).items() if s["config"].get(k) != v and k not in EXTENDABLE}
+        if diff: raise ValueError(f"{ck[-1]}: checkpoint was made with a different config: {diff}")
         load_adapter_state(self.model, s["adapter"])
         self.opt.load_state_dict(s["optimizer"])
         self.norm = nz.load_state_dict(s["normalizer"])[0]
@@ -152,81 +153,129 @@ class OnlineRun:
         c = self.cfg
         t0 = time.perf_counter()
         self.model.eval()
-        gens = self.gen.generate([self.texts[i] for i in ids], c.M, seed=step_seed(c.seed, self.step, "draws"))
+        gens = [self.gen.generate([self.texts[i]], c.M, seed=step_seed(c.seed, self.step, f"draws/{i}"))[0] for i in ids]
         t1 = time.perf_counter()
         flat_t = [self.tasks[i] for i in ids for _ in range(c.M)]
         r = np.asarray(self.potential(flat_t, [g.text for d in gens for g in d]), dtype=float).reshape(len(ids), c.M)
         if np.isnan(r).any() or (r < 0).any() or (r > 1).any(): raise ValueError("the potential returned values outside [0, 1]")
         return gens, r, t1 - t0, time.perf_counter() - t1
 
+    # -- hooks a distributed run overrides (one process: identity) --------------------------------------------
+    def shard(self, ids:list[int])->list[int]:
+        "The step's prompts this process visits."
+        return ids
+    def gather(self, obj)->list:
+        "`obj` from every process, in rank order."
+        return [obj]
+    def reduce_grads(self):
+        "Sum the gradients over processes."
+    @property
+    def is_main(self)->bool: return True
+
+    # -- one step ----------------------------------------------------------------------------------------------
     def train_step(self)->dict:
         "One optimizer step; returns its log row."
-        c, B = self.cfg, self.cfg.prompts_per_step
-        ids = step_prompts(len(self.tasks), B, c.seed, self.step)
+        c = self.cfg
+        all_ids = step_prompts(len(self.tasks), c.prompts_per_step, c.seed, self.step)
+        ids = self.shard(all_ids)
+        B, B_all = len(ids), len(all_ids)
         gens, r, t_gen, t_pot = self._visit(ids)
-        torch.manual_seed(step_seed(c.seed, self.step, "torch"))
         t0 = time.perf_counter()
         P = [g.prompt_ids for d in gens for g in d]; C = [g.token_ids for d in gens for g in d]
-        ref = msc.reference(self.msc, ids) if c.estimator != "iguana" else None
-        if ref is not None:       # re-score each prompt's retained reference under the current proposal
-            for j, k in enumerate(ref.key.tolist()):
+        if c.estimator != "iguana":      # re-score each prompt's retained reference under the current proposal
+            for j, k in enumerate(msc.reference(self.msc, ids).key.tolist()):
                 rp, rc = self.refs[k] if k >= 0 else (P[j * c.M], C[j * c.M])
                 P.append(rp); C.append(rc)
-        logq, logp = score_pq(self.model, P, C, batch_size=c.score_batch)
+        logq, logp = score_pq(self.model, P, C, batch_size=c.score_batch) if P else (torch.zeros(0), torch.zeros(0))
+        logq, logp = logq.float().cpu(), logp.cpu()   # the kernels run on CPU; .cpu() keeps log q's graph to the GPU
         n = B * c.M
         lq, lp = logq[:n].view(B, c.M), logp[:n].view(B, c.M).double()
-        logr = torch.log(torch.as_tensor(r, dtype=torch.float64))
-        lengths = torch.tensor([[len(g.token_ids) for g in d] for d in gens], dtype=torch.float64)
+        logr = torch.log(torch.as_tensor(r, dtype=torch.float64)).view(B, c.M)
+        lengths = torch.tensor([[len(g.token_ids) for g in d] for d in gens], dtype=torch.float64).view(B, c.M)
         t1 = time.perf_counter()
-        row = {}
         if c.estimator == "iguana":
-            self.norm, loss, info = iguana.visit(self.norm, self.norm_cfg, ids, lq, lp, logr, self.ig_cfg, lengths.clamp(min=1))
-            row.update(log_zhat=float(info.log_zhat.mean()), max_log_uw=float(info.max_log_uw.max()),
-                       log_clip=float((info.log_zhat + math.log(c.clip)).max()) if c.clip else math.inf,
-                       clipped=int(info.clipped.sum()), ess=float(info.ess.mean()), skipped=int(info.skipped.sum()))
-            log_uw = info.log_uw
+            est = nz.estimate(self.norm, self.norm_cfg, ids)          # Ẑ from past visits only
+            loss, info = iguana.loss(lq, lp, logr, est.log_zhat, est.baseline, self.ig_cfg, lengths.clamp(min=1))
+            log_uw, extra = info.log_uw, dict(log_zhat=info.log_zhat, clipped=info.clipped.sum(1), ess=info.ess)
+            upd = (ids, info.log_uw, est.log_zhat)
         else:
-            base_key = self.step * n
-            keys = torch.arange(base_key, base_key + n).view(B, c.M)
-            self.msc, loss, info = msc.step(self.msc, ids, logq[n:], lq, lp, logr, keys,
-                                            torch.Generator().manual_seed(step_seed(c.seed, self.step, "select")),
-                                            rao_blackwell=c.estimator == "rb-msc")
-            for j, sel in enumerate(info.selected.tolist()):
-                if sel > 0: self.refs[int(keys[j, sel - 1])] = (P[j * c.M + sel - 1], C[j * c.M + sel - 1])
+            keys = torch.tensor([[self.step * B_all * c.M + all_ids.index(i) * c.M + m for m in range(c.M)] for i in ids], dtype=torch.long).view(B, c.M)
+            losses, infos, new_refs = [], [], {}
+            for j, i in enumerate(ids):     # one selection stream per (step, prompt): the same whatever the sharding
+                g = torch.Generator().manual_seed(step_seed(c.seed, self.step, f"select/{i}"))
+                self.msc, l_j, info_j = msc.step(self.msc, [i], logq[n + j:n + j + 1], lq[j:j + 1], lp[j:j + 1], logr[j:j + 1],
+                                                 keys[j:j + 1], g, rao_blackwell=c.estimator == "rb-msc")
+                sel = int(info_j.selected[0])
+                if sel > 0: new_refs[int(keys[j, sel - 1])] = (P[j * c.M + sel - 1], C[j * c.M + sel - 1])
+                losses.append(l_j); infos.append(info_j)
+            loss = torch.stack(losses).mean() if losses else torch.zeros(())
+            cat = lambda f: torch.cat([getattr(x, f) for x in infos]) if infos else torch.zeros(0)
+            log_uw = cat("log_w")[:, 1:] if infos else torch.zeros(0, c.M)
+            extra = dict(kept_reference=cat("kept_reference").double(), ess=cat("ess"))
+            upd = (ids, {f: getattr(self.msc, f)[ids].clone() for f in msc.MSCState._fields}, new_refs)
+        if B: (loss * (B / B_all)).backward()     # Σ over this process's visits / global B: summed over ranks = global mean
+        self.reduce_grads()
+        # every process folds every visit into the shared state, so all ranks stay identical
+        parts = self.gather(upd)
+        if c.estimator == "iguana":
+            self.norm = nz.update(self.norm, self.norm_cfg, [i for pi, _, _ in parts for i in pi],
+                                  torch.cat([u for _, u, _ in parts]), torch.cat([z for _, _, z in parts]))
+        else:
+            for pi, rows, refs in parts:
+                if pi: self.msc = msc.MSCState(*(getattr(self.msc, f).index_copy(0, torch.tensor(pi), rows[f]) for f in msc.MSCState._fields))
+                self.refs.update(refs)
             live = set(self.msc.ref_key.tolist())
             self.refs = {k: v for k, v in self.refs.items() if k in live}
-            row.update(kept_reference=float(info.kept_reference.float().mean()), ess=float(info.ess.mean()),
-                       max_log_uw=float(info.log_w[:, 1:].max()))
-            log_uw = info.log_w[:, 1:]
-        self.opt.zero_grad(set_to_none=True)
-        loss.backward()
         grads = [p.grad for p in self.params if p.grad is not None]
         gnorm = float(torch.nn.utils.clip_grad_norm_(self.params, c.grad_clip)) if grads else 0.0
         if grads and gnorm > 0:
             flat = torch.cat([g.reshape(-1) for g in grads]).double()
-            unit = flat / flat.norm() if flat.norm() > 0 else flat
+            unit = flat / flat.norm()
             self.grad_ema = (1 - c.ema_beta) * unit if self.grad_ema is None else c.ema_beta * self.grad_ema + (1 - c.ema_beta) * unit
-        self.opt.step()
+        self.opt.step(); self.opt.zero_grad(set_to_none=True)
         t_upd = time.perf_counter() - t1
-        valid = r > 0
+        # the log row and the draw rows, from every process's visits
         texts = [[g.text for g in d] for d in gens]
-        distinct = [len({text_hash(t) for t, v in zip(tx, vv) if v}) / max(int(vv.sum()), 1) for tx, vv in zip(texts, valid)]
-        ent = [-sum(g.logprobs) / max(len(g.logprobs), 1) for d in gens for g in d]
+        mine = dict(ids=ids, r=r.reshape(B, c.M), lengths=lengths, lq=lq.detach().double(), lp=lp, logr=logr,
+                    log_uw=log_uw.detach().double(), texts=texts, loss_sum=float(loss.detach()) * B,
+                    ent=[[-sum(g.logprobs) / max(len(g.logprobs), 1) for g in d] for d in gens],
+                    extra={k: v.detach().double() for k, v in extra.items()}, t=(t_gen, t_pot, t1 - t0, t_upd))
+        every = self.gather(mine)
         self.step += 1
-        row = dict(step=self.step, prompts=",".join(self.tasks[i].id for i in ids), loss=float(loss.detach()),
-                   grad_norm=gnorm, grad_ema_norm=float(self.grad_ema.norm()) if self.grad_ema is not None else 0.0,
-                   ema_floor=ema_floor(c.ema_beta, self.step), adam_m_norm=adam_moment_norm(self.opt),
-                   validity=float(valid.mean()), mean_r=float(r.mean()), entropy=float(np.mean(ent)),
-                   distinct_share=float(np.mean([d for d, vv in zip(distinct, valid) if vv.any()])) if valid.any() else float("nan"),
-                   low_signal=int((valid.sum(1) <= 1).sum()), mean_length=float(lengths.mean()),
-                   t_generation=t_gen, t_potential=t_pot, t_scoring=t1 - t0, t_update=t_upd, n_samples=n, **row)
-        lw = log_uw.detach().double()
-        for j, i in enumerate(ids):
-            for m in range(c.M):
-                self.draws.append(dict(step=self.step, prompt_id=self.tasks[i].id, draw=m, valid=float(r[j, m]),
-                                       logp=float(lp[j, m]), logq=float(lq[j, m].detach()), logr=float(logr[j, m]),
-                                       log_uw=float(lw[j, m]), length=int(lengths[j, m]), text_hash=text_hash(texts[j][m])))
+        row = self._log_row(every, all_ids, gnorm)
+        for e in every:
+            for j, i in enumerate(e["ids"]):
+                for m in range(c.M):
+                    self.draws.append(dict(step=self.step, prompt_id=self.tasks[i].id, draw=m, valid=float(e["r"][j, m]),
+                                           logp=float(e["lp"][j, m]), logq=float(e["lq"][j, m]), logr=float(e["logr"][j, m]),
+                                           log_uw=float(e["log_uw"][j, m]), length=int(e["lengths"][j, m]),
+                                           text_hash=text_hash(e["texts"][j][m])))
         self.log.append(row)
+        return row
+
+    def _log_row(self, every:list, all_ids:list, gnorm:float)->dict:
+        "One step's diagnostics from the visits of every process."
+        c = self.cfg
+        cat = lambda k: np.concatenate([np.asarray(e[k], dtype=float).reshape(-1, c.M) for e in every if len(e["ids"])])
+        r, lengths, log_uw, ent = cat("r"), cat("lengths"), cat("log_uw"), cat("ent")
+        valid = r > 0
+        hashes = [[text_hash(t) for t in tx] for e in every for tx in e["texts"]]
+        distinct = [len({h for h, v in zip(hs, vv) if v}) / vv.sum() for hs, vv in zip(hashes, valid) if vv.any()]
+        ex = {k: torch.cat([e["extra"][k] for e in every]).numpy() for k in every[0]["extra"]}
+        t = np.sum([e["t"] for e in every], 0) / len(every)            # mean seconds per process (they run in parallel)
+        row = dict(step=self.step, prompts=",".join(self.tasks[i].id for i in all_ids),
+                   loss=sum(e["loss_sum"] for e in every) / len(all_ids), grad_norm=gnorm,
+                   grad_ema_norm=float(self.grad_ema.norm()) if self.grad_ema is not None else 0.0,
+                   ema_floor=ema_floor(c.ema_beta, self.step), adam_m_norm=adam_moment_norm(self.opt),
+                   validity=float(valid.mean()), mean_r=float(r.mean()), entropy=float(ent.mean()),
+                   distinct_share=float(np.mean(distinct)) if distinct else float("nan"),
+                   low_signal=int((valid.sum(1) <= 1).sum()), mean_length=float(lengths.mean()),
+                   max_log_uw=float(log_uw.max()), ess=float(ex["ess"].mean()),
+                   t_generation=t[0], t_potential=t[1], t_scoring=t[2], t_update=t[3], n_samples=r.size)
+        if c.estimator == "iguana":
+            row.update(log_zhat=float(ex["log_zhat"].mean()), clipped=int(ex["clipped"].sum()),
+                       log_clip=float(ex["log_zhat"].max() + math.log(c.clip)) if c.clip else math.inf)
+        else: row.update(kept_reference=float(ex["kept_reference"].mean()))
         return row
 
     def write_tables(self):
@@ -241,7 +290,7 @@ class OnlineRun:
         bar = tqdm(total=c.steps, initial=self.step, disable=not progress, desc=f"{c.estimator} train")
         for _ in range(todo):
             row = self.train_step()
-            self.write_tables()
+            if self.is_main: self.write_tables()
             if self.step % c.checkpoint_every == 0 or self.step == c.steps: self.save()
             bar.update(1); bar.set_postfix(loss=f"{row['loss']:.3f}", valid=f"{row['validity']:.2f}")
         bar.close()

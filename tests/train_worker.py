@@ -4,6 +4,7 @@ import sys
 import time
 
 import numpy as np
+import torch
 
 from proposal_nb.models import add_lora, tiny_model
 from proposal_nb.tasks import Task
@@ -16,6 +17,7 @@ def has_a(tasks, completions):
 
 def main(run_dir, estimator, slow_after=None):
     m, tok = tiny_model(seed=0)
+    torch.manual_seed(0)                 # peft draws the LoRA A matrices from the global RNG
     model = add_lora(m, dropout=0.0)
     tasks = [Task(id=f"toy/{i}", prompt=f"task {i}") for i in range(4)]
     cfg = OnlineConfig(estimator=estimator, M=4, prompts_per_step=2, steps=8, lr=3e-3, max_new_tokens=8, checkpoint_every=3)

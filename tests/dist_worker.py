@@ -1,0 +1,35 @@
+"""Tiny online run for the distributed tests. One process: `python tests/dist_worker.py RUN_DIR [ESTIMATOR] [STEPS]`;
+several: `python -m torch.distributed.run --nproc_per_node=2 tests/dist_worker.py RUN_DIR [ESTIMATOR] [STEPS]`."""
+import os
+import sys
+
+import numpy as np
+import torch
+
+from proposal_nb.models import add_lora, tiny_model
+from proposal_nb.tasks import Task
+from proposal_nb.training import OnlineConfig, OnlineRun
+
+
+def has_a(tasks, completions):
+    return np.array([float("a" in c) for c in completions])
+
+
+def main(run_dir, estimator="iguana", steps=4):
+    torch.set_num_threads(1)
+    m, tok = tiny_model(seed=0)
+    torch.manual_seed(0)                 # peft draws the LoRA A matrices from the global RNG
+    model = add_lora(m, dropout=0.0)
+    tasks = [Task(id=f"toy/{i}", prompt=f"task {i}") for i in range(6)]
+    cfg = OnlineConfig(estimator=estimator, M=4, prompts_per_step=2, steps=int(steps), lr=3e-3, max_new_tokens=8, checkpoint_every=2)
+    if "WORLD_SIZE" in os.environ:
+        from proposal_nb.distributed import DistributedOnlineRun, init_from_env
+        init_from_env()
+        DistributedOnlineRun(model, tok, tasks, has_a, cfg, run_dir).train(progress=False)
+        torch.distributed.destroy_process_group()
+    else:
+        OnlineRun(model, tok, tasks, has_a, cfg, run_dir).train(progress=False)
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])
