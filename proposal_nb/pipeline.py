@@ -12,8 +12,8 @@ import proposal_nb
 
 # %% auto #0
 __all__ = ['REPO', 'RUNS', 'DEFAULT_TASKS', 'DEFAULT_SPLIT', 'DEFAULT_TRAIN', 'parameters_index', 'run_notebook', 'save_chart',
-           'base_validity', 'final_adapter', 'default_steps', 'run_pipeline', 'load_params', 'declared_parameters',
-           'run_experiment', 'main']
+           'base_validity', 'final_adapter', 'default_steps', 'run_pipeline', 'build_results_site', 'load_params',
+           'declared_parameters', 'run_experiment', 'main']
 
 # %% ../nbs/39_pipeline.ipynb #c005
 REPO = Path(proposal_nb.__file__).resolve().parents[1]
@@ -93,8 +93,8 @@ def run_pipeline(results="results", # folder that receives one subfolder per ste
     "Run the default pipeline's steps in order; return {step: seconds} (also written to results/timing.json)."
     results = Path(results).resolve(); results.mkdir(parents=True, exist_ok=True)
     steps = default_steps(results)
-    unknown = set(only or []) - {s for s, _, _ in steps}
-    if unknown: raise ValueError(f"unknown steps {sorted(unknown)}; known: {[s for s, _, _ in steps]}")
+    unknown = set(only or []) - {s for s, _, _ in steps} - {"site"}
+    if unknown: raise ValueError(f"unknown steps {sorted(unknown)}; known: {[s for s, _, _ in steps] + ['site']}")
     timing_file = results / "timing.json"
     timing = json.loads(timing_file.read_text()) if timing_file.exists() else {}
     for name, nb, params in steps:
@@ -105,7 +105,19 @@ def run_pipeline(results="results", # folder that receives one subfolder per ste
         run_notebook(nb, Path(params["out_dir"]), params, progress=progress)
         timing[name] = round(time.time() - t0, 1)
         timing_file.write_text(json.dumps(timing, indent=2))
+    if not only or "site" in only:
+        timing["site"] = build_results_site(results)
+        timing_file.write_text(json.dumps(timing, indent=2))
     return timing
+
+def build_results_site(results)->float:
+    "Build the static results site into results/site/ (index.html) and, when Chromium is installed, check every page in it (screenshots in results/site_check/); returns seconds."
+    from proposal_nb.site import build_site, verify_site, find_chromium
+    t0 = time.time()
+    pages = build_site(results, Path(results) / "site")
+    print(f"[proposal_nb] step site: {len(pages)} pages → {pages[0]}", flush=True)
+    if find_chromium(): verify_site(Path(results) / "site", Path(results) / "site_check")
+    return round(time.time() - t0, 1)
 
 # %% ../nbs/39_pipeline.ipynb #c015
 def load_params(*files, # YAML files, later ones override earlier ones
