@@ -17,7 +17,7 @@ from .densities import completion_logprobs, score_pq
 
 # %% auto #0
 __all__ = ['Potential', 'prompt_texts', 'text_hash', 'grade', 'base_rollouts', 'load_adapter_state', 'adapter_state',
-           'evaluation_draws', 'load_task_source', 'load_adapter_folder']
+           'evaluation_draws', 'prior_table', 'load_task_source', 'load_adapter_folder']
 
 # %% ../nbs/26_rollouts.ipynb #c005
 Potential = Callable[[Sequence[Task], Sequence[str]], np.ndarray]
@@ -96,6 +96,7 @@ def evaluation_draws(model, tokenizer, # a PeftModel (its adapter is replaced by
                      R:int, M:int, # runs and draws per run
                      valid:Potential, correct:Potential, # the checker and the hidden tests
                      seed:int=0, max_new_tokens:int=400, batch_size:int=32, progress:bool=True,
+                     keep_tokens:bool=False, # add prompt_ids / token_ids columns (to re-score the draws later)
                     )->pd.DataFrame:
     "R×M draws per task from one checkpoint with validity, correctness and both densities: DRAW_COLUMNS rows."
     P = prompt_texts(tokenizer, tasks)
@@ -122,7 +123,21 @@ def evaluation_draws(model, tokenizer, # a PeftModel (its adapter is replaced by
                            valid=r["valid"], correct=r["correct"] * (r["valid"] > 0),
                            logp=logp.double().cpu().numpy(), logq=logq.double().cpu().numpy(), logr=logr,
                            length=[len(g.token_ids) for g in flat], text_hash=[text_hash(x) for x in texts]))
+    if keep_tokens: df["prompt_ids"], df["token_ids"] = [list(g.prompt_ids) for g in flat], [list(g.token_ids) for g in flat]
     return _with_tags(df, tasks)
+
+def prior_table(model, # a PeftModel
+                base_draws:pd.DataFrame, # the base arm's evaluation draws, made with keep_tokens=True
+                checkpoint:str, state:dict|None, # the arm to re-score under (None: the base model, q = p)
+               )->pd.DataFrame:
+    "The base model's draws with log q re-scored under a checkpoint: the `prior` table of the report card."
+    if "token_ids" not in base_draws: raise ValueError("base_draws lack token_ids: make them with keep_tokens=True")
+    out = base_draws.assign(checkpoint=checkpoint).drop(columns=["prompt_ids", "token_ids"])
+    if state is None: return out.assign(logq=out.logp)
+    load_adapter_state(model, state)
+    with torch.no_grad():
+        lq = completion_logprobs(model, list(base_draws.prompt_ids), list(base_draws.token_ids), batch_size=8)
+    return out.assign(logq=lq.double().cpu().numpy())
 
 # %% ../nbs/26_rollouts.ipynb #c015
 def load_task_source(source:str="embedded", # "embedded", "humaneval", or a path / HF id
