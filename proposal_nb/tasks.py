@@ -114,7 +114,7 @@ def load_embedded() -> list[Task]:
     "The embedded task set of this project."
     return load_native(data_dir() / 'tasks' / 'embedded.jsonl')
 
-# %% ../nbs/20_tasks.ipynb #c015
+# %% ../nbs/20_tasks.ipynb #c016
 _FENCE_LINE = re.compile(r'^[ \t]*```[ \t]*([\w+.-]*)[^\n]*$', re.M)
 _CODE_START = re.compile(r'^(?:def |class |import |from |@|async def )', re.M)
 
@@ -132,14 +132,14 @@ def extract_program(completion: str) -> str:
     py = [code for lang, code in blocks if lang in ('', 'python', 'py', 'python3') and code.strip()]
     return (py or [code for _, code in blocks if code.strip()] or [''])[-1].rstrip() + '\n'
 
-# %% ../nbs/20_tasks.ipynb #c018
+# %% ../nbs/20_tasks.ipynb #c019
 def build_program(task: Task, completion: str) -> str:
     "The program to execute for `completion` on `task`."
     code = extract_program(completion)
     if task.harness == 'source': return f'{task.context}\n__pnb_solution__ = {code!r}\n'
     return f'{task.context}\n{code}' if task.context else code
 
-# %% ../nbs/20_tasks.ipynb #c021
+# %% ../nbs/20_tasks.ipynb #c022
 _BUILTINS = set(dir(builtins))
 
 def _free_names(node) -> set:
@@ -186,7 +186,7 @@ def load_humaneval() -> list[Task]:
                           solution=prompt + p['canonical_solution']))
     return tasks
 
-# %% ../nbs/20_tasks.ipynb #c024
+# %% ../nbs/20_tasks.ipynb #c025
 def _need(row: dict, keys: Sequence[str], where: str):
     for k in keys:
         if k not in row or row[k] is None: raise TaskFormatError(f"{where}: field '{k}' is missing")
@@ -206,7 +206,7 @@ def _mbpp(row: dict, where: str) -> Task:
                               public_tests=tests[:1], hidden_tests=hidden, solution=row['code'],
                               tags={'source': 'mbpp', 'library': 'python', 'harness': 'function'}), where)
 
-# %% ../nbs/20_tasks.ipynb #c026
+# %% ../nbs/20_tasks.ipynb #c027
 STDIO_CONTEXT = '''import io as __pnb_io, sys as __pnb_sys
 def __pnb_stdio__(src, text):
     old = __pnb_sys.stdin, __pnb_sys.stdout
@@ -248,7 +248,7 @@ def _code_contests(row: dict, where: str, max_hidden: int = 20) -> Task:
                               tags={'source': 'code_contests', 'difficulty': row.get('difficulty'), 'harness': 'source',
                                     'library': 'python'}), where)
 
-# %% ../nbs/20_tasks.ipynb #c028
+# %% ../nbs/20_tasks.ipynb #c029
 class _NoClasses(pickle.Unpickler):
     def find_class(self, module, name): raise pickle.UnpicklingError(f'refusing to load {module}.{name}')
 
@@ -293,7 +293,7 @@ def _livecodebench(row: dict, where: str) -> Task:
                               tags={'source': 'livecodebench', 'difficulty': row.get('difficulty'), 'harness': 'source',
                                     'platform': row.get('platform'), 'library': 'python'}), where)
 
-# %% ../nbs/20_tasks.ipynb #c030
+# %% ../nbs/20_tasks.ipynb #c031
 DS1000_SMOKE = '''__pnb_case = generate_test_case(1)
 __pnb_env = {"test_input": __pnb_case[0]}
 exec(exec_context.replace("[insert]", __pnb_solution__), __pnb_env)
@@ -311,7 +311,7 @@ def _ds1000(row: dict, where: str) -> Task:
                               tags={'source': 'ds1000', 'library': meta.get('library', ''), 'harness': 'source',
                                     'difficulty': meta.get('perturbation_type', '')}), where)
 
-# %% ../nbs/20_tasks.ipynb #c031
+# %% ../nbs/20_tasks.ipynb #c032
 _LAYOUTS = {'mbpp': _mbpp, 'ds1000': _ds1000, 'livecodebench': _livecodebench, 'code_contests': _code_contests}
 
 def load_tasks(path_or_id: str | Path, layout: str = 'native', split: str = 'test', limit: int | None = None) -> list[Task]:
@@ -326,7 +326,7 @@ def load_tasks(path_or_id: str | Path, layout: str = 'native', split: str = 'tes
         out.append(_LAYOUTS[layout](r, where))
     return out
 
-# %% ../nbs/20_tasks.ipynb #c035
+# %% ../nbs/20_tasks.ipynb #c036
 def split_tasks(tasks: Sequence[Task], frac: float, seed: int = 42) -> tuple[list[Task], list[Task]]:
     "Split into (train, held_out) with about `frac` of each difficulty stratum held out."
     if not 0 <= frac <= 1: raise ValueError(f'frac must be in [0, 1], got {frac}')
