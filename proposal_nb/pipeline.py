@@ -11,9 +11,9 @@ import nbformat
 import proposal_nb
 
 # %% auto #0
-__all__ = ['REPO', 'RUNS', 'DEFAULT_TASKS', 'DEFAULT_SPLIT', 'DEFAULT_TRAIN', 'parameters_index', 'run_notebook', 'save_chart',
-           'base_validity', 'final_adapter', 'default_steps', 'run_pipeline', 'build_results_site', 'load_params',
-           'declared_parameters', 'run_experiment', 'main']
+__all__ = ['REPO', 'RUNS', 'DEFAULT_TASKS', 'DEFAULT_SPLIT', 'DEFAULT_TRAIN', 'parameters_index', 'run_notebook',
+           'publish_gpu_benchmark', 'save_chart', 'base_validity', 'final_adapter', 'default_steps', 'run_pipeline',
+           'build_results_site', 'load_params', 'declared_parameters', 'run_experiment', 'main']
 
 # %% ../nbs/39_pipeline.ipynb #c005
 REPO = Path(proposal_nb.__file__).resolve().parents[1]
@@ -45,6 +45,30 @@ def run_notebook(nb_path, # the run notebook to execute
     return out_nb
 
 # %% ../nbs/39_pipeline.ipynb #c008
+def publish_gpu_benchmark(results, source=RUNS / "bench_gpu_results.json")->Path|None:
+    "Write results/bench_gpu/ from the committed GPU benchmark numbers; None when there are none."
+    import pandas as pd
+    source = Path(source)
+    if not source.exists(): return None
+    d = json.loads(source.read_text())
+    rows = []
+    for run, r in d.items():
+        if not (isinstance(r, dict) and "sizes" in r): continue
+        for size, arms in r["sizes"].items():
+            for arm, m in arms.items():
+                if not (isinstance(m, dict) and "per_sample_total_s" in m): continue   # arms only (not ratios)
+                row = dict(run=run, commit=d.get("commits", {}).get(run, ""), size=size, arm=arm, peak_tflops=r.get("peak_tflops"))
+                row.update({f"{k}_s": v for k, v in (m.get("per_sample_s") or {}).items()})
+                row.update({k: m[k] for k in ("per_sample_total_s", "gen_tokens_per_s", "update_mfu", "peak_mem_gb") if k in m})
+                rows.append(row)
+    out = Path(results) / "bench_gpu"; out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(json.dumps(dict(description=d.get("description", ""), commands=d.get("commands", {}),
+                                                     source=str(source.relative_to(REPO)) if source.is_relative_to(REPO) else str(source),
+                                                     env={k: v.get("env") for k, v in d.items() if isinstance(v, dict) and "env" in v}), indent=2))
+    pd.DataFrame(rows).to_csv(out / "per_sample.csv", index=False)
+    return out
+
+# %% ../nbs/39_pipeline.ipynb #c011
 def save_chart(chart, out_dir, name:str)->list[Path]:
     "Write `name.vl.json` and, when vl-convert is available, `name.svg`; return the paths written."
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
@@ -56,7 +80,7 @@ def save_chart(chart, out_dir, name:str)->list[Path]:
     except ImportError: pass
     return paths
 
-# %% ../nbs/39_pipeline.ipynb #c011
+# %% ../nbs/39_pipeline.ipynb #c014
 DEFAULT_TASKS = dict(tasks="embedded", difficulties="easy,medium", limit=30)   # the task set every step shares
 DEFAULT_SPLIT = dict(heldout_frac=0.3, split_seed=42)                          # training / held-out split
 DEFAULT_TRAIN = dict(M=6, prompts_per_step=2, steps=12, lr=2e-4, max_new_tokens=192, checkpoint_every=6)
@@ -106,6 +130,7 @@ def run_pipeline(results="results", # folder that receives one subfolder per ste
         timing[name] = round(time.time() - t0, 1)
         timing_file.write_text(json.dumps(timing, indent=2))
     if not only or "site" in only:
+        publish_gpu_benchmark(results)
         timing["site"] = build_results_site(results)
         timing_file.write_text(json.dumps(timing, indent=2))
     return timing
@@ -119,7 +144,7 @@ def build_results_site(results)->float:
     if find_chromium(): verify_site(Path(results) / "site", Path(results) / "site_check")
     return round(time.time() - t0, 1)
 
-# %% ../nbs/39_pipeline.ipynb #c015
+# %% ../nbs/39_pipeline.ipynb #c018
 def load_params(*files, # YAML files, later ones override earlier ones
                 sets:Sequence[str]=(), # "key=value" overrides (values parsed as YAML)
                )->dict:
@@ -150,7 +175,7 @@ def run_experiment(nb_path, params:dict, out_dir=None)->Path:
     if not out_dir: raise ValueError("no out_dir: pass --out or set out_dir in a parameters file")
     return run_notebook(nb_path, out_dir, {**params, "out_dir": str(out_dir)})
 
-# %% ../nbs/39_pipeline.ipynb #c017
+# %% ../nbs/39_pipeline.ipynb #c020
 def main(argv=None):
     "Command line: `proposal-nb [--results DIR] [--only STEP ...]` or `proposal-nb run NOTEBOOK -p FILE ... [--set k=v ...] [--out DIR]`."
     argv = sys.argv[1:] if argv is None else list(argv)
