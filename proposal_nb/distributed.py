@@ -29,6 +29,8 @@ class DistributedOnlineRun(OnlineRun):
         if not dist.is_initialized(): raise RuntimeError("DistributedOnlineRun needs an initialised process group (see init_from_env)")
         self.rank, self.world = dist.get_rank(), dist.get_world_size()
         super().__init__(*args, **kwargs)
+        if not self.cfg.seed_per_prompt:
+            raise ValueError("DistributedOnlineRun needs OnlineConfig(seed_per_prompt=True): draws must not depend on how prompts are sharded")
         if self.cfg.prompts_per_step < self.world:
             raise ValueError(f"prompts_per_step={self.cfg.prompts_per_step} < {self.world} processes: some ranks would idle")
 

@@ -28,7 +28,7 @@ def parameters_index(nb)->int:
 def run_notebook(nb_path, # the run notebook to execute
                  out_dir, # its results folder (created); the executed copy is written there
                  parameters:dict|None=None, # values injected after the `parameters` cell
-                 progress:bool=True, # papermill's cell progress bar
+                 progress:bool=True, # papermill's cell progress bar, and the cells' own output (tqdm bars) on the console
                 )->Path:
     "Execute a run notebook with papermill into `out_dir`, checking the parameters were injected where they belong."
     import papermill as pm
@@ -38,7 +38,7 @@ def run_notebook(nb_path, # the run notebook to execute
     out_dir.mkdir(parents=True, exist_ok=True)
     out_nb = out_dir / nb_path.name
     pm.execute_notebook(str(nb_path), str(out_nb), parameters=dict(parameters or {}), progress_bar=progress,
-                        cwd=str(REPO), kernel_name="python3", language="python")
+                        log_output=progress, cwd=str(REPO), kernel_name="python3", language="python")
     done = nbformat.read(out_nb, as_version=4)
     if parameters and "injected-parameters" not in done.cells[i + 1].get("metadata", {}).get("tags", []):
         raise RuntimeError(f"{out_nb}: the injected parameters are not right after the parameters cell")
@@ -83,7 +83,7 @@ def save_chart(chart, out_dir, name:str)->list[Path]:
 # %% ../nbs/39_pipeline.ipynb #c014
 DEFAULT_TASKS = dict(tasks="embedded", difficulties="easy,medium", limit=30)   # the task set every step shares
 DEFAULT_SPLIT = dict(heldout_frac=0.3, split_seed=42)                          # training / held-out split
-DEFAULT_TRAIN = dict(M=6, prompts_per_step=2, steps=12, lr=2e-4, max_new_tokens=192, checkpoint_every=6)
+DEFAULT_TRAIN = dict(M=6, prompts_per_step=2, steps=10, lr=2e-4, max_new_tokens=128, checkpoint_every=5)
 
 def base_validity(results)->float:
     "Mean validity of the base model from the Z(x) step (the normaliser's μ0), clipped into [0.05, 0.95]."
@@ -103,11 +103,11 @@ def default_steps(results)->list[tuple[str, Path, dict]]:
                          "mu0": lambda: base_validity(R)}
     return [
         ("theory", RUNS / "00_theory.ipynb", {"out_dir": str(R / "theory")}),
-        ("z", RUNS / "10_measure_z.ipynb", {"out_dir": str(R / "z"), **DEFAULT_TASKS, "n": 4, "max_new_tokens": 192}),
+        ("z", RUNS / "10_measure_z.ipynb", {"out_dir": str(R / "z"), **DEFAULT_TASKS, "n": 4, "max_new_tokens": 128}),
         ("iguana", RUNS / "11_train_online.ipynb", train("iguana")),
         ("msc", RUNS / "11_train_online.ipynb", train("msc")),
         ("eval", RUNS / "13_evaluate.ipynb", {"out_dir": str(R / "eval"), **DEFAULT_TASKS, **DEFAULT_SPLIT, "R": 2, "M": 4,
-             "max_new_tokens": 192, "checkpoints": lambda: f"base=,iguana={final_adapter(R / 'iguana')},msc={final_adapter(R / 'msc')}"}),
+             "max_new_tokens": 128, "checkpoints": lambda: f"base=,iguana={final_adapter(R / 'iguana')},msc={final_adapter(R / 'msc')}"}),
     ]
 
 def run_pipeline(results="results", # folder that receives one subfolder per step

@@ -47,6 +47,8 @@ class OnlineConfig:
     m0: float = 50.0              # shrinkage pool-level prior strength
     mu0: float = 0.5              # prior mean of Z (the base model's mean validity)
     ema_beta: float = 0.999       # decay of the gradient-EMA diagnostic
+    seed_per_prompt: bool = False # draws seeded per (step, prompt), one generate call per prompt (sharding-invariant);
+                                  # False: one call per step seeded per step (faster on CPU; what a single process needs)
     gen_batch: int = 32           # rows per generate call
     score_batch: int = 8          # rows per scoring forward
 
@@ -153,7 +155,9 @@ class OnlineRun:
         c = self.cfg
         t0 = time.perf_counter()
         self.model.eval()
-        gens = [self.gen.generate([self.texts[i]], c.M, seed=step_seed(c.seed, self.step, f"draws/{i}"))[0] for i in ids]
+        if c.seed_per_prompt:
+            gens = [self.gen.generate([self.texts[i]], c.M, seed=step_seed(c.seed, self.step, f"draws/{i}"))[0] for i in ids]
+        else: gens = self.gen.generate([self.texts[i] for i in ids], c.M, seed=step_seed(c.seed, self.step, "draws")) if ids else []
         t1 = time.perf_counter()
         flat_t = [self.tasks[i] for i in ids for _ in range(c.M)]
         r = np.asarray(self.potential(flat_t, [g.text for d in gens for g in d]), dtype=float).reshape(len(ids), c.M)
