@@ -4,7 +4,7 @@
 
 # %% ../nbs/26_rollouts.ipynb #c001
 from __future__ import annotations
-import hashlib, math
+import contextlib, hashlib, math
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 import numpy as np
@@ -55,7 +55,7 @@ def base_rollouts(model, tokenizer, # the base model (a PeftModel is sampled wit
     if valid not in potentials: raise ValueError(f"valid={valid!r} is not among the potentials {list(potentials)}")
     if correct is not None and correct not in potentials: raise ValueError(f"correct={correct!r} is not among the potentials {list(potentials)}")
     gen = HFGenerator(model, tokenizer, max_new_tokens=max_new_tokens, batch_size=batch_size)
-    ctx = model.disable_adapter() if hasattr(model, "disable_adapter") else _null()
+    ctx = model.disable_adapter() if hasattr(model, "disable_adapter") else contextlib.nullcontext()
     with ctx: draws = gen.generate(prompt_texts(tokenizer, tasks), n, seed=seed, progress=progress)
     flat_t = [t for t, d in zip(tasks, draws) for _ in d]
     flat_g = [g for d in draws for g in d]
@@ -67,10 +67,6 @@ def base_rollouts(model, tokenizer, # the base model (a PeftModel is sampled wit
                            text_hash=[text_hash(x) for x in texts], stop_reason=[g.stop_reason for g in flat_g],
                            **{f"r_{k}": v for k, v in r.items()}, text=texts))
     return _with_tags(df, tasks)
-
-class _null:
-    def __enter__(self): return self
-    def __exit__(self, *a): return False
 
 def _with_tags(df:pd.DataFrame, tasks:Sequence[Task])->pd.DataFrame:
     tags = pd.DataFrame([dict(prompt_id=t.id, difficulty=t.tags.get("difficulty", ""), library=t.tags.get("library", t.tags.get("source", "")))
