@@ -189,7 +189,8 @@ def rates_from_table(df:pd.DataFrame, # prompt_id, Z, s[, f] — or base rollout
     if {"Z", "s"} <= set(df.columns): return df[["prompt_id", "Z", "s"] + (["f"] if "f" in df.columns else [])].reset_index(drop=True)
     if {"valid", "correct"} <= set(df.columns):
         from proposal_nb.evaluation import prompt_rates
-        return prompt_rates(df.assign(draw=df["draw"] if "draw" in df.columns else df.groupby("prompt_id").cumcount()))[["prompt_id", "Z", "s"]]
+        # number the draws afresh: an evaluation table repeats 'draw' in every run
+        return prompt_rates(df.assign(draw=df.groupby("prompt_id").cumcount()))[["prompt_id", "Z", "s"]]
     raise ValueError(f"rates table needs columns (prompt_id, Z, s) or (prompt_id, valid, correct); has {list(df.columns)}")
 
 def trained_from_table(df:pd.DataFrame, # per-prompt or per-checkpoint pass1, or a draw table with 'correct'

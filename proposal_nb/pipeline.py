@@ -83,7 +83,7 @@ def save_chart(chart, out_dir, name:str)->list[Path]:
 # %% ../nbs/39_pipeline.ipynb #c014
 DEFAULT_TASKS = dict(tasks="embedded", difficulties="easy,medium", limit=30)   # the task set every step shares
 DEFAULT_SPLIT = dict(heldout_frac=0.3, split_seed=42)                          # training / held-out split
-DEFAULT_TRAIN = dict(M=6, prompts_per_step=2, steps=10, lr=2e-4, max_new_tokens=128, checkpoint_every=5)
+DEFAULT_TRAIN = dict(M=5, prompts_per_step=2, steps=10, lr=2e-4, max_new_tokens=128, checkpoint_every=5)
 
 def base_validity(results)->float:
     "Mean validity of the base model from the Z(x) step (the normaliser's μ0), clipped into [0.05, 0.95]."
@@ -101,14 +101,18 @@ def default_steps(results)->list[tuple[str, Path, dict]]:
     R = Path(results)
     train = lambda est: {"out_dir": str(R / est), "estimator": est, **DEFAULT_TASKS, **DEFAULT_SPLIT, **DEFAULT_TRAIN,
                          "mu0": lambda: base_validity(R)}
+    # break-even of each arm on the held-out draws: base rates and trained pass@1 from the evaluation, costs from its training log
+    breakeven = lambda est: {"out_dir": str(R / f"breakeven_{est}"), "arm": est, "rates_path": str(R / "eval" / "draws.parquet"),
+                             "trained_path": str(R / "eval" / "draws.parquet"), "checkpoints": {est: DEFAULT_TRAIN["steps"]},
+                             "log_path": str(R / est / "log.parquet")}
     return [
         ("theory", RUNS / "00_theory.ipynb", {"out_dir": str(R / "theory")}),
         ("z", RUNS / "10_measure_z.ipynb", {"out_dir": str(R / "z"), **DEFAULT_TASKS, "n": 4, "max_new_tokens": 128}),
         ("iguana", RUNS / "11_train_online.ipynb", train("iguana")),
         ("msc", RUNS / "11_train_online.ipynb", train("msc")),
-        ("eval", RUNS / "13_evaluate.ipynb", {"out_dir": str(R / "eval"), **DEFAULT_TASKS, **DEFAULT_SPLIT, "R": 2, "M": 4,
+        ("eval", RUNS / "13_evaluate.ipynb", {"out_dir": str(R / "eval"), **DEFAULT_TASKS, **DEFAULT_SPLIT, "R": 2, "M": 3,
              "max_new_tokens": 128, "checkpoints": lambda: f"base=,iguana={final_adapter(R / 'iguana')},msc={final_adapter(R / 'msc')}"}),
-    ]
+    ] + [(f"breakeven_{est}", RUNS / "31_breakeven.ipynb", breakeven(est)) for est in ("iguana", "msc")]
 
 def run_pipeline(results="results", # folder that receives one subfolder per step
                  only:list|None=None, # run only these step names

@@ -391,6 +391,11 @@ def _server_main():
             except OSError: pass
 
 # %% ../nbs/21_sandbox.ipynb #c026
+def _package_parent():
+    "The folder holding proposal_nb/ (the server runs with -I, which ignores PYTHONPATH)."
+    import proposal_nb
+    return os.path.dirname(os.path.dirname(os.path.abspath(proposal_nb.__file__)))
+
 _SERVER_ENV = {'PATH': '/usr/local/bin:/usr/bin:/bin', 'LANG': 'C.UTF-8', 'PYTHONHASHSEED': '0',
                'OMP_NUM_THREADS': '1', 'OPENBLAS_NUM_THREADS': '1', 'MKL_NUM_THREADS': '1',
                'PYTHONDONTWRITEBYTECODE': '1'}
@@ -429,7 +434,10 @@ class Executor:
         self.work = tempfile.mkdtemp(prefix='proposal_nb-sandbox-')
         for d in ('run', 'res'): os.mkdir(os.path.join(self.work, d))
         try:
-            self.proc = subprocess.Popen([self.python, '-I', '-c', 'from proposal_nb.sandbox import _server_main; _server_main()'],
+            # -I ignores PYTHONPATH: name this package's folder, import the server, then drop the folder again
+            boot = (f'import sys; sys.path.insert(0, {_package_parent()!r}); from proposal_nb.sandbox import _server_main; '
+                    'sys.path.pop(0); _server_main()')
+            self.proc = subprocess.Popen([self.python, '-I', '-c', boot],
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=_SERVER_ENV,
                                          cwd=self.work, start_new_session=True)
         except OSError as e: raise InfrastructureError(f'cannot start the sandbox server with {self.python!r}: {e}') from e
