@@ -4,7 +4,7 @@
 
 # %% ../nbs/39_pipeline.ipynb #c001
 from __future__ import annotations
-import argparse, json, sys, time
+import argparse, json, shutil, sys, time
 from pathlib import Path
 from typing import Sequence
 import nbformat
@@ -12,8 +12,9 @@ import proposal_nb
 
 # %% auto #0
 __all__ = ['REPO', 'RUNS', 'DEFAULT_TASKS', 'DEFAULT_SPLIT', 'DEFAULT_TRAIN', 'parameters_index', 'run_notebook',
-           'publish_gpu_benchmark', 'save_chart', 'base_validity', 'final_adapter', 'default_steps', 'run_pipeline',
-           'build_results_site', 'load_params', 'declared_parameters', 'run_experiment', 'main']
+           'publish_gpu_benchmark', 'publish_runs', 'save_chart', 'base_validity', 'final_adapter', 'default_steps',
+           'run_pipeline', 'build_results_site', 'load_params', 'declared_parameters', 'parameter_types',
+           'coerce_parameters', 'run_experiment', 'main']
 
 # %% ../nbs/39_pipeline.ipynb #c005
 REPO = Path(proposal_nb.__file__).resolve().parents[1]
@@ -66,6 +67,16 @@ def publish_gpu_benchmark(results, source=RUNS / "bench_gpu_results.json")->Path
                                                      source=str(source.relative_to(REPO)) if source.is_relative_to(REPO) else str(source),
                                                      env={k: v.get("env") for k, v in d.items() if isinstance(v, dict) and "env" in v}), indent=2))
     pd.DataFrame(rows).to_csv(out / "per_sample.csv", index=False)
+    return out
+
+# %% ../nbs/39_pipeline.ipynb #c009b
+def publish_runs(results, source=RUNS / "published")->list[Path]:
+    "Copy every committed run folder (one holding a config.json) from `source` into `results/`; return the folders written."
+    out = []
+    for run in sorted(Path(source).glob("*/config.json")):
+        dest = Path(results) / run.parent.name
+        if dest.exists(): shutil.rmtree(dest)
+        shutil.copytree(run.parent, dest); out.append(dest)
     return out
 
 # %% ../nbs/39_pipeline.ipynb #c011
@@ -134,7 +145,7 @@ def run_pipeline(results="results", # folder that receives one subfolder per ste
         timing[name] = round(time.time() - t0, 1)
         timing_file.write_text(json.dumps(timing, indent=2))
     if not only or "site" in only:
-        publish_gpu_benchmark(results)
+        publish_gpu_benchmark(results); publish_runs(results)
         timing["site"] = build_results_site(results)
         timing_file.write_text(json.dumps(timing, indent=2))
     return timing
@@ -171,10 +182,37 @@ def declared_parameters(nb_path)->set:
     tree = ast.parse(nb.cells[parameters_index(nb)].source)
     return {t.target.id if isinstance(t, ast.AnnAssign) else t.targets[0].id for t in tree.body if isinstance(t, (ast.Assign, ast.AnnAssign))}
 
+def parameter_types(nb_path)->dict:
+    "The declared type of each annotated parameter of a run notebook ('int', 'float', 'str', 'bool', 'list', 'dict', ...)."
+    import ast
+    nb = nbformat.read(nb_path, as_version=4)
+    tree = ast.parse(nb.cells[parameters_index(nb)].source)
+    return {t.target.id: ast.unparse(t.annotation) for t in tree.body if isinstance(t, ast.AnnAssign)}
+
+_FITS = dict(int=lambda v: isinstance(v, int) and not isinstance(v, bool), float=lambda v: isinstance(v, float),
+             str=lambda v: isinstance(v, str), bool=lambda v: isinstance(v, bool), list=lambda v: isinstance(v, list),
+             dict=lambda v: isinstance(v, dict))
+
+def coerce_parameters(nb_path, params:dict)->dict:
+    "`params` cast to the types the notebook declares (YAML reads `1e-4` as a string, `2` where a float is due as an int); a value that does not fit raises, naming it."
+    types, out = parameter_types(nb_path), {}
+    for k, v in params.items():
+        t = types.get(k)
+        if t == "float" and isinstance(v, str):
+            try: v = float(v)
+            except ValueError: pass
+        if t == "float" and _FITS["int"](v): v = float(v)
+        if t == "str" and v is None: v = ""                     # `--set model=` is YAML's null
+        if t in _FITS and not _FITS[t](v):
+            raise ValueError(f"{Path(nb_path).name}: parameter {k!r} is declared {t}, got {v!r} ({type(v).__name__})")
+        out[k] = v
+    return out
+
 def run_experiment(nb_path, params:dict, out_dir=None)->Path:
-    "Run a notebook with checked parameters; out_dir defaults to params['out_dir']."
+    "Run a notebook with checked parameters (known names, declared types); out_dir defaults to params['out_dir']."
     unknown = set(params) - declared_parameters(nb_path)
     if unknown: raise ValueError(f"{Path(nb_path).name} has no parameter(s) {sorted(unknown)}")
+    params = coerce_parameters(nb_path, params)
     out_dir = out_dir or params.get("out_dir")
     if not out_dir: raise ValueError("no out_dir: pass --out or set out_dir in a parameters file")
     return run_notebook(nb_path, out_dir, {**params, "out_dir": str(out_dir)})
