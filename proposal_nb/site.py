@@ -4,7 +4,7 @@
 
 # %% ../nbs/38_site.ipynb #c001
 from __future__ import annotations
-import argparse, functools, html, json, os, re, select, shutil, subprocess, sys, tempfile, time
+import argparse, functools, html, json, math, os, re, select, shutil, subprocess, sys, tempfile, time
 from pathlib import Path
 from typing import Callable, NamedTuple, Sequence
 import numpy as np
@@ -21,8 +21,8 @@ __all__ = ['SCHEMA', 'TABLE_EXTS', 'HEADLINE', 'REPORT_CARD', 'ZBIN_LABELS', 'CO
            'train_bin_table', 'train_bins_chart', 'bins_chart', 'updown_table', 'prompt_chart', 'task_texts',
            'prompt_details', 'table_chart', 'Page', 'headline_table', 'page_overview', 'page_rates', 'page_training',
            'page_heldout', 'page_bins', 'page_prompts', 'page_report_card', 'page_calibration', 'breakeven_charts',
-           'page_breakeven', 'run_page', 'arm_colours', 'render_page', 'write_vendor', 'build_site', 'main', 'page_for',
-           'show_page', 'find_chromium', 'Chromium', 'PageCheck', 'check_site', 'verify_site']
+           'page_breakeven', 'run_page', 'arm_colours', 'finite', 'render_page', 'write_vendor', 'build_site', 'main',
+           'page_for', 'show_page', 'find_chromium', 'Chromium', 'PageCheck', 'check_site', 'verify_site']
 
 # %% ../nbs/38_site.ipynb #c005
 SCHEMA = {  # file stem: (pages that read it, what it holds)
@@ -888,6 +888,13 @@ def arm_colours(spec:dict, # a Vega-Lite spec (changed in place)
     if present: walk(spec)
     return spec
 
+def finite(x):
+    "`x` with every NaN or ±inf float (at any depth of dicts and lists) replaced by None, which Vega reads as missing."
+    if isinstance(x, float): return x if math.isfinite(x) else None
+    if isinstance(x, dict): return {k: finite(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)): return [finite(v) for v in x]
+    return x
+
 def render_page(page:Page, # the page
                 nav:Sequence[tuple[str, str]], # (slug, title) of every page, in order
                 arms:Sequence[str]|None=None, # colour domain of the `arm` field shared by all pages
@@ -903,7 +910,7 @@ def render_page(page:Page, # the page
         elif kind in ("chart", "spec"):
             sp = chart_spec(x) if kind == "chart" else x
             if arms: arm_colours(sp, arms)
-            spec = json.dumps(sp, allow_nan=False, default=str).replace("</", "<\\/")
+            spec = json.dumps(finite(sp), allow_nan=False, default=str).replace("</", "<\\/")
             body.append(f"<div class='chart' id='chart{n}'></div><script type='application/json' data-chart='chart{n}'>{spec}</script>"); n += 1
         elif kind == "prompts":
             data = json.dumps(x, allow_nan=False).replace("</", "<\\/")
