@@ -94,7 +94,7 @@ def save_chart(chart, out_dir, name:str)->list[Path]:
 # %% ../nbs/39_pipeline.ipynb #c014
 DEFAULT_TASKS = dict(tasks="embedded", difficulties="easy,medium", limit=40)   # the task set every step shares
 DEFAULT_SPLIT = dict(heldout_frac=0.3, split_seed=42)                          # training / held-out split
-DEFAULT_TRAIN = dict(M=5, prompts_per_step=2, steps=8, lr=4e-4, max_new_tokens=128, checkpoint_every=4)
+DEFAULT_TRAIN = dict(M=5, prompts_per_step=2, steps=8, lr=1e-3, max_new_tokens=128, checkpoint_every=4)
 
 def base_validity(results)->float:
     "Mean validity of the base model from the Z(x) step (the normaliser's μ0), clipped into [0.05, 0.95]."
@@ -118,10 +118,11 @@ def default_steps(results)->list[tuple[str, Path, dict]]:
                              "log_path": str(R / est / "log.parquet")}
     return [
         ("theory", RUNS / "00_theory.ipynb", {"out_dir": str(R / "theory")}),
-        ("z", RUNS / "10_measure_z.ipynb", {"out_dir": str(R / "z"), **DEFAULT_TASKS, "n": 2, "max_new_tokens": 128}),
+        ("z", RUNS / "10_measure_z.ipynb", {"out_dir": str(R / "z"), **DEFAULT_TASKS, "n": 2, "max_new_tokens": 128,
+                                                  "batch_size": 80}),
         ("iguana", RUNS / "11_train_online.ipynb", train("iguana")),
         ("msc", RUNS / "11_train_online.ipynb", train("msc")),
-        ("eval", RUNS / "13_evaluate.ipynb", {"out_dir": str(R / "eval"), **DEFAULT_TASKS, **DEFAULT_SPLIT, "R": 2, "M": 3,
+        ("eval", RUNS / "13_evaluate.ipynb", {"out_dir": str(R / "eval"), **DEFAULT_TASKS, **DEFAULT_SPLIT, "R": 2, "M": 3, "batch_size": 72,
              "max_new_tokens": 128, "checkpoints": lambda: f"base=,iguana={final_adapter(R / 'iguana')},msc={final_adapter(R / 'msc')}"}),
     ] + [(f"breakeven_{est}", RUNS / "31_breakeven.ipynb", breakeven(est)) for est in ("iguana", "msc")]
 
