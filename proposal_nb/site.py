@@ -21,8 +21,9 @@ __all__ = ['SCHEMA', 'TABLE_EXTS', 'HEADLINE', 'REPORT_CARD', 'ZBIN_LABELS', 'CO
            'train_bin_table', 'train_bins_chart', 'bins_chart', 'updown_table', 'prompt_chart', 'task_texts',
            'prompt_details', 'table_chart', 'Page', 'headline_table', 'page_overview', 'page_rates', 'page_training',
            'page_heldout', 'page_bins', 'page_prompts', 'page_report_card', 'page_calibration', 'breakeven_charts',
-           'page_breakeven', 'run_page', 'arm_colours', 'finite', 'render_page', 'write_vendor', 'build_site', 'main',
-           'page_for', 'show_page', 'find_chromium', 'Chromium', 'PageCheck', 'check_site', 'verify_site']
+           'breaks_even', 'page_breakeven', 'run_page', 'arm_colours', 'finite', 'render_page', 'write_vendor',
+           'build_site', 'main', 'page_for', 'show_page', 'find_chromium', 'Chromium', 'PageCheck', 'check_site',
+           'verify_site']
 
 # %% ../nbs/38_site.ipynb #c005
 SCHEMA = {  # file stem: (pages that read it, what it holds)
@@ -778,7 +779,12 @@ def breakeven_charts(run:Run)->list:
     if "seconds_per_sample" not in t: return []
     from proposal_nb.breakeven import BreakEven, Costs, plot_curve, plot_nstar
     be = BreakEven(cv, pc, read_table(run.path, "per_prompt"), Costs(**t["seconds_per_sample"]), tuple(t.get("device_stages", ())))
-    return [plot_curve(be, "wall_s"), plot_curve(be, "checker_calls"), plot_nstar(be)]
+    return [plot_curve(be, "wall_s"), plot_curve(be, "checker_calls")] + ([plot_nstar(be)] if breaks_even(pc) else [])
+
+def breaks_even(per_checkpoint:pd.DataFrame)->bool:
+    "Whether any checkpoint has a finite N* in any currency (else the N* chart would be empty)."
+    cols = [c for c in per_checkpoint.columns if c.startswith("nstar_") and not c.endswith(("_lo", "_hi"))]
+    return bool(np.isfinite(per_checkpoint[cols].to_numpy(float)).any()) if cols else False
 
 def page_breakeven(runs, results, ctx)->Page|None:
     "Break-even exports: best-of-K curve, N* per checkpoint, per-prompt table and per-sample costs."
@@ -790,6 +796,8 @@ def page_breakeven(runs, results, ctx)->Page|None:
         if read_table(r.path, "per_checkpoint") is None: continue
         blocks.append(("h2", f"{r.name} (arm {default_arm(r)})"))
         blocks += [("chart", c) for c in breakeven_charts(r)]
+        if not breaks_even(read_table(r.path, "per_checkpoint")):
+            blocks.append(("p", "No checkpoint breaks even: N* is infinite in every currency (the trained proposal saves nothing per prompt)."))
         tj = r.path / "timing.json"
         if tj.exists():
             t = json.loads(tj.read_text())
