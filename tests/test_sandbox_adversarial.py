@@ -18,7 +18,9 @@ CASES = [
     ('infinite_loop', 'while True: pass', {'timeout'}),
     ('ignore_sigxcpu_then_loop', 'import signal\nsignal.signal(signal.SIGXCPU, signal.SIG_IGN)\nwhile True: pass', {'timeout'}),
     ('memory_bomb_bytes', 'x = bytearray(8 << 30)', {'memory'}),
-    ('memory_bomb_growth', 'a = []\nwhile True: a.append(bytearray(10**8))', {'memory'}),  # calloc'd: hits the limit in ~10 steps, ~no CPU
+    # np.zeros is calloc'd (untouched zero pages): it hits the limit in ~10 steps with ~no CPU; bytearray(n) memsets its
+    # pages and, on a busy machine, could spend the 1 s CPU budget first ('timeout' instead of 'memory')
+    ('memory_bomb_growth', 'import numpy as np\na = []\nwhile True: a.append(np.zeros(10**8, np.uint8))', {'memory'}),
     ('memory_bomb_numpy', 'import numpy as np\nx = np.ones((1 << 16, 1 << 16))', {'memory'}),
     ('fork_bomb', 'import os\nwhile True: os.fork()', NOT_OK),
     ('thread_bomb', 'import threading\ndef spin():\n    while True: pass\n'
