@@ -16,7 +16,7 @@ __all__ = ['SCHEMA', 'TABLE_EXTS', 'HEADLINE', 'REPORT_CARD', 'ZBIN_LABELS', 'CO
            'OVERLAYS', 'SMOOTHED', 'PROMPT_SIGNAL', 'CONTROL_TABLES', 'PAGES', 'VENDOR_JS', 'CSS', 'SITE_JS', 'PALETTE',
            'CHROMIUM_FLAGS', 'Run', 'find_runs', 'read_table', 'checkpoint_parts', 'step_of', 'arm_of', 'default_arm',
            'collect', 'zbin_labels', 'rates_table', 'one_potential', 'Heldout', 'heldout_tables', 'synthetic_results',
-           'chart_spec', 'chart_specs', 'spec_values', 'thin', 'training_long', 'training_chart', 'from_base',
+           'chart_spec', 'chart_specs', 'spec_values', 'thin', 'training_long', 'training_chart', 'from_base', 'by_run',
            'metric_band_chart', 'key_label', 'paired_chart', 'rates_charts', 'bin_table', 'training_draws',
            'train_bin_table', 'train_bins_chart', 'bins_chart', 'updown_table', 'prompt_chart', 'task_texts',
            'prompt_details', 'table_chart', 'Page', 'headline_table', 'page_overview', 'page_rates', 'page_training',
@@ -385,10 +385,18 @@ def training_chart(log:pd.DataFrame, # stacked train_log tables (step, arm, nume
 # %% ../nbs/38_site.ipynb #c023
 def from_base(df:pd.DataFrame, # rows with an `arm` column, the untrained model's arm named 'base'
              )->pd.DataFrame:
-    "Add a copy of the base rows to every other arm, so each arm's line starts at the base model (step 0)."
+    "Add a copy of the base rows to every other arm, so each arm's line starts at the base model (step 0); run by run when there is a `source` column."
+    if "source" in df.columns and df.source.nunique() > 1:      # a run's base starts only that run's arms
+        return pd.concat([from_base(g.drop(columns="source")).assign(source=k) for k, g in df.groupby("source", sort=False)], ignore_index=True)
     if "arm" not in df.columns or not (df.arm == "base").any(): return df
     base, others = df[df.arm == "base"], [a for a in pd.unique(df.arm) if a != "base"]
     return pd.concat([df, *[base.assign(arm=a) for a in others]], ignore_index=True)
+
+def by_run(d:pd.DataFrame)->dict:
+    "Encodings that keep each run (`source`) its own line and band when a table holds several runs (dashes tell them apart)."
+    if "source" not in d.columns or d.source.nunique() < 2: return {}
+    alt = _alt()
+    return dict(detail="source:N", strokeDash=alt.StrokeDash("source:N", title="run"))
 
 def metric_band_chart(summary:pd.DataFrame, # Heldout.summary rows
                       metrics:Sequence[str]|None=None, # metrics to show (default: all)
@@ -396,7 +404,7 @@ def metric_band_chart(summary:pd.DataFrame, # Heldout.summary rows
     "Macro metric vs step with 95% CI band per arm, one panel per metric."
     alt = _alt()
     d = from_base(summary if metrics is None else summary[summary.metric.isin(list(metrics))])
-    base = alt.Chart().encode(x=alt.X("step:Q", title="training step"), color=alt.Color("arm:N"))
+    base = alt.Chart().encode(x=alt.X("step:Q", title="training step"), color=alt.Color("arm:N"), **by_run(d))
     band = base.mark_area(opacity=0.18).encode(y=alt.Y("lo:Q", title="macro mean (95% CI)"), y2="hi:Q")
     line = base.mark_line(point=True).encode(y="estimate:Q", tooltip=["source", "arm", "checkpoint", "metric",
         alt.Tooltip("estimate:Q", format=".3f"), alt.Tooltip("lo:Q", format=".3f"), alt.Tooltip("hi:Q", format=".3f")])
@@ -485,11 +493,12 @@ def bins_chart(bins:pd.DataFrame, # from bin_table
               ):
     "Per-bin trajectories: mean metric of each Z(x) bin vs step with CI bands, one panel per bin, coloured by arm."
     alt = _alt()
-    base = alt.Chart().encode(x=alt.X("step:Q", title="training step"), color="arm:N")
+    d = from_base(bins)
+    base = alt.Chart().encode(x=alt.X("step:Q", title="training step"), color="arm:N", **by_run(d))
     band = base.mark_area(opacity=0.15).encode(y=alt.Y("lo:Q", title=f"mean {metric} (95% CI)"), y2="hi:Q")
     line = base.mark_line(point=True).encode(y="estimate:Q", tooltip=["zbin", "arm", "checkpoint", "prompts",
         alt.Tooltip("estimate:Q", format=".3f"), alt.Tooltip("lo:Q", format=".3f"), alt.Tooltip("hi:Q", format=".3f")])
-    return alt.layer(band, line, data=from_base(bins)).properties(width=170, height=150).facet(
+    return alt.layer(band, line, data=d).properties(width=170, height=150).facet(
         facet=alt.Facet("zbin:N", sort=ZBIN_LABELS, title=None), columns=5)
 
 def updown_table(per_prompt:pd.DataFrame, # Heldout.per_prompt of one source with zbin
