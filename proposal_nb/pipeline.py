@@ -4,7 +4,7 @@
 
 # %% ../nbs/39_pipeline.ipynb #c001
 from __future__ import annotations
-import argparse, json, shutil, sys, time
+import argparse, ast, json, shutil, sys, time
 from pathlib import Path
 from typing import Sequence
 import nbformat
@@ -176,19 +176,19 @@ def load_params(*files, # YAML files, later ones override earlier ones
         k, v = kv.split("=", 1); out[k] = yaml.safe_load(v)
     return out
 
+def _parameter_statements(nb_path)->list:
+    "The statements of a run notebook's parameters cell."
+    nb = nbformat.read(nb_path, as_version=4)
+    return ast.parse(nb.cells[parameters_index(nb)].source).body
+
 def declared_parameters(nb_path)->set:
     "Names assigned in a run notebook's parameters cell."
-    import ast
-    nb = nbformat.read(nb_path, as_version=4)
-    tree = ast.parse(nb.cells[parameters_index(nb)].source)
-    return {t.target.id if isinstance(t, ast.AnnAssign) else t.targets[0].id for t in tree.body if isinstance(t, (ast.Assign, ast.AnnAssign))}
+    return {t.target.id if isinstance(t, ast.AnnAssign) else t.targets[0].id for t in _parameter_statements(nb_path)
+            if isinstance(t, (ast.Assign, ast.AnnAssign))}
 
 def parameter_types(nb_path)->dict:
     "The declared type of each annotated parameter of a run notebook ('int', 'float', 'str', 'bool', 'list', 'dict', ...)."
-    import ast
-    nb = nbformat.read(nb_path, as_version=4)
-    tree = ast.parse(nb.cells[parameters_index(nb)].source)
-    return {t.target.id: ast.unparse(t.annotation) for t in tree.body if isinstance(t, ast.AnnAssign)}
+    return {t.target.id: ast.unparse(t.annotation) for t in _parameter_statements(nb_path) if isinstance(t, ast.AnnAssign)}
 
 _FITS = dict(int=lambda v: isinstance(v, int) and not isinstance(v, bool), float=lambda v: isinstance(v, float),
              str=lambda v: isinstance(v, str), bool=lambda v: isinstance(v, bool), list=lambda v: isinstance(v, list),
