@@ -16,8 +16,9 @@ from transformers import GenerationConfig, LogitsProcessor, LogitsProcessorList,
 from .densities import DecodingConfig, completion_logprobs
 
 # %% auto #0
-__all__ = ['FENCE', 'Generation', 'TokenText', 'stop_point', 'PriorStepper', 'ConfigProcessor', 'FenceStop', 'HFGenerator',
-           'chi_square_fit', 'WeightCheck', 'check_exact_weights', 'adapter_digest', 'vllm_cpu_env', 'VLLMGenerator']
+__all__ = ['FENCE', 'Generation', 'TokenText', 'stop_point', 'PriorStepper', 'ConfigProcessor', 'FenceStop', 'KeyedProcessor',
+           'HFGenerator', 'row_keys', 'key_hash', 'keyed_gumbel', 'keyed_choice', 'chi_square_fit', 'WeightCheck',
+           'check_exact_weights', 'adapter_digest', 'vllm_cpu_env', 'VLLMGenerator']
 
 # %% ../nbs/25_generation.ipynb #c005
 class Generation(NamedTuple):
@@ -108,6 +109,16 @@ class FenceStop(StoppingCriteria):
         for i, t in enumerate(last): self.text[i] += self.piece(t)
         return torch.tensor([s.count(FENCE) >= 2 for s in self.text], device=input_ids.device)
 
+class KeyedProcessor(ConfigProcessor):
+    "`ConfigProcessor` that also makes the choice: the keyed Gumbel-max token gets score 0, all others −inf (for greedy search)."
+    def __init__(self, config:DecodingConfig, n_pad:torch.Tensor, prior:tuple|None, keys:torch.Tensor, start:int):
+        super().__init__(config, n_pad, prior); self.h, self.start = key_hash(keys), start
+    def __call__(self, input_ids, scores):
+        lp = super().__call__(input_ids, scores)
+        tok = keyed_choice(lp, self.h, input_ids.shape[1] - self.start)
+        return torch.full_like(lp, -math.inf).scatter_(1, tok[:, None], 0.0)
+
+
 # %% ../nbs/25_generation.ipynb #c011
 class HFGenerator:
     "Batched sampling with HF `generate`: left padding, stop at eos, the closing fence or `max_new_tokens`."
@@ -125,17 +136,18 @@ class HFGenerator:
         self.eos_ids = {tokenizer.eos_token_id} | set(_as_set(getattr(model.generation_config, "eos_token_id", None)))
         if config.greedy: raise ValueError("HFGenerator: temperature 0 is greedy decoding, a point mass with no density to weight")
 
-    def _batch(self, prompt_ids:list[list[int]]):
+    def _batch(self, prompt_ids:list[list[int]], keys:torch.Tensor|None=None):
         dev = next(self.model.parameters()).device
         L = max(map(len, prompt_ids)); pad = self.tok.pad_token_id
         ids = torch.tensor([[pad]*(L-len(p)) + p for p in prompt_ids], device=dev)
         am = torch.tensor([[0]*(L-len(p)) + [1]*len(p) for p in prompt_ids], device=dev)
         n_pad = torch.tensor([L-len(p) for p in prompt_ids])
         prior = None if self.nucleus_of is None else (PriorStepper(self.model, n_pad), self.nucleus_of)
-        proc = ConfigProcessor(self.config, n_pad, prior)
+        proc = ConfigProcessor(self.config, n_pad, prior) if keys is None else KeyedProcessor(self.config, n_pad, prior, keys, L)
         stops = StoppingCriteriaList([FenceStop(L, self.piece)] if self.stop_at_fence else [])
-        gc = GenerationConfig(do_sample=True, temperature=1.0, top_k=0, top_p=1.0, max_new_tokens=self.max_new_tokens,
-                              eos_token_id=sorted(self.eos_ids), pad_token_id=pad)
+        if keys is None: gc = GenerationConfig(do_sample=True, temperature=1.0, top_k=0, top_p=1.0, max_new_tokens=self.max_new_tokens,
+                                               eos_token_id=sorted(self.eos_ids), pad_token_id=pad)
+        else: gc = GenerationConfig(do_sample=False, max_new_tokens=self.max_new_tokens, eos_token_id=sorted(self.eos_ids), pad_token_id=pad)
         with torch.no_grad():
             seq = self.model.generate(input_ids=ids, attention_mask=am, generation_config=gc,
                                       logits_processor=LogitsProcessorList([proc]), stopping_criteria=stops)
@@ -151,19 +163,68 @@ class HFGenerator:
                  n:int, # draws per prompt
                  seed:int|None=None, # seeds the draws; the global RNG is left untouched
                  progress:bool=False, # show a tqdm bar over batches
+                 keys:torch.Tensor|None=None, # [len(prompts)·n] per-row keys (`row_keys`): draws that depend on nothing else
                 )->list[list[Generation]]: # n generations for each prompt
         "Draw `n` completions for each prompt."
         P = [self.tok(p, add_special_tokens=False).input_ids for p in prompts]
+        return self.generate_ids(P, n, seed=seed, progress=progress, keys=keys)
+
+    def generate_ids(self, prompt_ids:Sequence[Sequence[int]], # token ids of each prompt
+                     n:int, seed:int|None=None, progress:bool=False, keys:torch.Tensor|None=None,
+                    )->list[list[Generation]]:
+        "`generate` from token ids."
+        P = [list(p) for p in prompt_ids]
         rows = [j for j in range(len(P)) for _ in range(n)]
+        if keys is not None:
+            keys = torch.as_tensor(keys, dtype=torch.long).reshape(-1)
+            if len(keys) != len(rows): raise ValueError(f"keys has {len(keys)} entries for {len(P)} prompts × {n} draws")
         res = [[] for _ in P]
         with torch.random.fork_rng(devices=[]):
             if seed is not None: torch.manual_seed(seed)
             for s in tqdm(range(0, len(rows), self.batch_size), disable=not progress, desc="generate"):
                 chunk = rows[s:s+self.batch_size]
-                for j, g in zip(chunk, self._batch([P[j] for j in chunk])): res[j].append(g)
+                k = None if keys is None else keys[s:s+self.batch_size]
+                for j, g in zip(chunk, self._batch([P[j] for j in chunk], k)): res[j].append(g)
         return res
 
 def _as_set(x): return [] if x is None else ([x] if isinstance(x, int) else list(x))
+
+# %% ../nbs/25_generation.ipynb #c011b
+_GOLDEN, _M1, _M2 = -0x61C88647, 0x7FEB352D, -0x7B935975        # 0x9E3779B9, 0x7feb352d, 0x846ca68b as int32
+
+def _mix32(x:torch.Tensor)->torch.Tensor:
+    "Two rounds of multiply–xorshift on int32 (wrapping), logical shifts."
+    x = x ^ ((x >> 16) & 0xFFFF); x = x * _M1
+    x = x ^ ((x >> 15) & 0x1FFFF); x = x * _M2
+    return x ^ ((x >> 16) & 0xFFFF)
+
+def row_keys(*parts)->int:
+    "A 62-bit key from any labels (seed, step, prompt id, draw index …)."
+    return int.from_bytes(hashlib.sha256("/".join(map(str, parts)).encode()).digest()[:8], "little") >> 2
+
+def key_hash(keys:torch.Tensor, # [R] int64 row keys
+            )->torch.Tensor: # [R] int32
+    "Fold each 62-bit key into a 32-bit row state."
+    keys = torch.as_tensor(keys, dtype=torch.long)
+    lo, hi = (keys & 0xFFFFFFFF).to(torch.int32), ((keys >> 32) & 0xFFFFFFFF).to(torch.int32)
+    return _mix32(lo ^ _mix32(hi ^ _GOLDEN))
+
+def keyed_gumbel(h:torch.Tensor, # [R] int32 row states (`key_hash`)
+                 t:torch.Tensor|int, # completion position (a scalar, or [R])
+                 vocab:int, # V
+                )->torch.Tensor: # [R, V] float32 standard Gumbel noise
+    "Gumbel noise G[r, v] from (row, t, v) alone."
+    t = torch.as_tensor(t, device=h.device).to(torch.int32).reshape(-1, 1)
+    ht = _mix32(h.reshape(-1, 1) ^ _mix32(t * _GOLDEN + 1))                                   # [R, 1]
+    v = torch.arange(vocab, device=h.device, dtype=torch.int32) * _GOLDEN
+    u = ((_mix32(ht ^ v) >> 8) & 0xFFFFFF).clamp(min=1).float() * 2.0**-24                      # (0, 1), 24 bits
+    return -torch.log(-torch.log(u))
+
+def keyed_choice(logprobs:torch.Tensor, # [R, V] log π_t (−inf outside the kept set)
+                 h:torch.Tensor, t, # row states and completion position
+                )->torch.Tensor: # [R] chosen token ids
+    "Gumbel-max: an exact draw from each row's π_t, fixed by (key, t)."
+    return (logprobs.float() + keyed_gumbel(h.to(logprobs.device), t, logprobs.shape[-1])).argmax(-1)
 
 # %% ../nbs/25_generation.ipynb #c015
 def chi_square_fit(counts:dict, # sequence -> observed count
