@@ -9,10 +9,11 @@ from dataclasses import dataclass
 from collections.abc import Sequence
 
 import torch
+import torch.nn.functional as F
 
 # %% auto #0
 __all__ = ['DecodingConfig', 'pack', 'seen_masks', 'completion_logits', 'completion_token_logprobs', 'completion_logprobs',
-           'enumerate_completions', 'score_pq']
+           'enumerate_completions', 'score_pq', 'pack_rows', 'packed_token_logprobs', 'score_tokens']
 
 # %% ../nbs/24_densities.ipynb #c005
 @dataclass(frozen=True)
@@ -190,10 +191,13 @@ def score_pq(peft_model, # a PeftModel: adapter on = q, off = p
              nucleus:bool=False, # restrict q to the prior's kept set at each step (nucleus-masked proposal)
              tol:float=1e-6, # boundary tolerance of the kept sets
              batch_size:int=8, # rows per forward pass
-            )->tuple[torch.Tensor, torch.Tensor]: # (log q [B], with grad if enabled; log p [B], no grad)
+             per_token:bool=False, # return per-token log-probs ([B, T] each) and the token mask instead of sums
+            )->tuple: # (log q [B], with grad if enabled; log p [B], no grad) — or ([B, T], [B, T], mask [B, T])
     "log q_φ(y|x) and log p(y|x) of each completion, on the identical tokens, adapter on and off."
     P, C = _as_lists(prompt_ids), _as_lists(completion_ids)
-    lq, lp = [], []
+    lq, lp, tms = [], [], []
+    T = max([len(c) for c in C] + [1])
+    fin = (lambda x: F.pad(x, (0, T - x.shape[1]))) if per_token else (lambda x: x.sum(-1))
     for s in range(0, len(P), batch_size):
         ids, am, pos, tgt, tm = pack(P[s:s+batch_size], C[s:s+batch_size])
         with torch.no_grad(), peft_model.disable_adapter():
@@ -203,12 +207,78 @@ def score_pq(peft_model, # a PeftModel: adapter on = q, off = p
         seen = seen_masks(P[s:s+batch_size], tgt, tm, V) if need_seen else None
         with torch.no_grad():
             tok, p_all = _token_logprobs(pl, tgt, tm, prior_config, seen, tol, keep_all=True)
-            lp.append(tok.sum(-1))
+            lp.append(fin(tok)); tms.append(F.pad(tm, (0, T - tm.shape[1])))
         ql = completion_logits(peft_model, ids, am, pos, tgt.shape[1])
         if nucleus:
             q_all = proposal_config.logprobs(ql, None if seen is None else seen.to(ql.device))
             q_all = q_all.masked_fill(p_all.isinf(), -math.inf).log_softmax(-1)
             tok = q_all.gather(-1, tgt.to(ql.device)[..., None])[..., 0]
-            lq.append(torch.where(tm.to(ql.device), tok, torch.zeros_like(tok)).sum(-1))
-        else: lq.append(_token_logprobs(ql, tgt, tm, proposal_config, seen, tol).sum(-1))
+            lq.append(fin(torch.where(tm.to(ql.device), tok, torch.zeros_like(tok))))
+        else: lq.append(fin(_token_logprobs(ql, tgt, tm, proposal_config, seen, tol)))
+    if per_token: return torch.cat(lq), torch.cat(lp), torch.cat(tms).to(lq[0].device)
     return torch.cat(lq), torch.cat(lp)
+
+# %% ../nbs/24_densities.ipynb #c036
+def pack_rows(lengths:Sequence[int], # tokens of each sequence
+              capacity:int|None=None, # tokens per row; None: the longest sequence
+             )->list[list[int]]: # sequence indices per row
+    "First-fit-decreasing bin packing of sequences into rows of `capacity` tokens."
+    cap = max(lengths) if capacity is None else capacity
+    if max(lengths) > cap: raise ValueError(f"a sequence of {max(lengths)} tokens exceeds capacity {cap}")
+    rows, room = [], []
+    for i in sorted(range(len(lengths)), key=lambda i: -lengths[i]):
+        j = next((j for j, r in enumerate(room) if r >= lengths[i]), None)
+        if j is None: rows.append([i]); room.append(cap - lengths[i])
+        else: rows[j].append(i); room[j] -= lengths[i]
+    return rows
+
+def packed_token_logprobs(model, # a causal LM or PeftModel (grad flows if enabled)
+                          prompt_ids:Sequence[Sequence[int]], # token ids of each prompt
+                          completion_ids:Sequence[Sequence[int]], # token ids of each completion (≥ 1 token)
+                          pad_id:int=0, # filler at the end of rows
+                          capacity:int|None=None, # tokens per packed row; None: the longest sequence
+                         )->tuple[torch.Tensor, torch.Tensor]: # ([N, T] float32 log-probs, 0 past each end; [N, T] mask)
+    "Per-token log p(y_t | x, y_<t) of each completion, sequences packed into rows."
+    P, C = _as_lists(prompt_ids), _as_lists(completion_ids)
+    if len(P) != len(C): raise ValueError(f"{len(P)} prompts but {len(C)} completions")
+    for i, (p, c) in enumerate(zip(P, C)):
+        if not p or not c: raise ValueError(f"sequence {i} has an empty {'prompt' if not p else 'completion'}")
+    dev = _device(model)
+    seq = [p + c[:-1] for p, c in zip(P, C)]
+    rows = pack_rows([len(s) for s in seq], capacity)
+    W = max(sum(len(seq[i]) for i in r) for r in rows)
+    ids = torch.full((len(rows), W), pad_id, dtype=torch.long); pos = torch.zeros_like(ids)
+    r_idx, c_idx, owner, t_idx = [], [], [], []
+    for r, row in enumerate(rows):
+        c0 = 0
+        for i in row:
+            n = len(seq[i])
+            ids[r, c0:c0 + n] = torch.tensor(seq[i]); pos[r, c0:c0 + n] = torch.arange(n)
+            k = len(C[i]); r_idx += [r] * k; c_idx += range(c0 + len(P[i]) - 1, c0 + len(P[i]) - 1 + k)
+            owner += [i] * k; t_idx += range(k); c0 += n
+        pos[r, c0:] = torch.arange(W - c0)                       # the filler is a sequence of its own
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    h = base.model(input_ids=ids.to(dev), position_ids=pos.to(dev), use_cache=False).last_hidden_state
+    h = h[torch.tensor(r_idx, device=dev), torch.tensor(c_idx, device=dev)]
+    tgt = torch.tensor([C[i][t] for i, t in zip(owner, t_idx)], device=dev)
+    lp = -F.cross_entropy(base.get_output_embeddings()(h).float(), tgt, reduction="none")
+    T = max(len(c) for c in C)
+    out = torch.zeros(len(C), T, device=dev, dtype=lp.dtype).index_put((torch.tensor(owner, device=dev), torch.tensor(t_idx, device=dev)), lp)
+    mask = torch.arange(T, device=dev)[None] < torch.tensor([len(c) for c in C], device=dev)[:, None]
+    return out, mask
+
+def score_tokens(peft_model, # a PeftModel: adapter on = q, off = p
+                 prompt_ids:Sequence[Sequence[int]], completion_ids:Sequence[Sequence[int]],
+                 prior_config:DecodingConfig=DecodingConfig(), # the prior sampler's config (p_gen)
+                 proposal_config:DecodingConfig=DecodingConfig(), # the proposal's config
+                 nucleus:bool=False, # nucleus-masked proposal
+                 packed:bool=True, # pack sequences when both configs are the model's own distribution
+                 batch_size:int=8, # rows per forward pass of the padded path
+                )->tuple: # (log q [N, T] with grad if enabled, log p [N, T] no grad, mask [N, T])
+    "Per-token log q_φ and log p of each completion on the identical tokens, adapter on and off."
+    if packed and prior_config.is_plain and proposal_config.is_plain and not nucleus:
+        pad = getattr(getattr(peft_model, "config", None), "pad_token_id", None) or 0
+        with torch.no_grad(), peft_model.disable_adapter(): lp, m = packed_token_logprobs(peft_model, prompt_ids, completion_ids, pad)
+        lq, _ = packed_token_logprobs(peft_model, prompt_ids, completion_ids, pad)
+        return lq, lp, m
+    return score_pq(peft_model, prompt_ids, completion_ids, prior_config, proposal_config, nucleus, batch_size=batch_size, per_token=True)
