@@ -31,6 +31,7 @@ class MSCInfo(NamedTuple):
     log_w: Tensor           # [B, 1+M] log weights of the candidates (−inf: no reference / invalid)
     ess: Tensor             # [B] Kish ESS of the candidate set
     had_reference: Tensor   # [B] whether the prompt had a reference before this step
+    log_uw: Tensor          # [B, M] raw log weights log r + log p − log q of the fresh draws (= log_w[:, 1:])
 
 def init(n_prompts:int)->MSCState:
     "No references yet."
@@ -101,7 +102,7 @@ def step(state:MSCState,
     new.visits[pr] += ok.long()
     kept = ok & ref.has & (J == 0)
     new.kept[pr] += kept.long()
-    return new, loss, MSCInfo(J, kept, probs, lw, ess(lw), ref.has)
+    return new, loss, MSCInfo(J, kept, probs, lw, ess(lw), ref.has, lw[:, 1:].clone())
 
 def state_dict(state:MSCState)->dict:
     "Plain dict of tensors, for torch.save."

@@ -41,6 +41,8 @@ class BCInfo(NamedTuple):
     weight: Tensor       # [N] per-sample weight accept/k(x)
     n_prompts: int       # prompts with k ≥ 1 in the batch (the loss's denominator)
     n_accepted: int      # accepted samples in the batch
+    log_uw: Tensor|None = None  # [N, 1] raw log weights log r + log p − log q of the rows (filled by `estimators`, which has log p)
+    ess: Tensor|None = None     # [N] Kish ESS of each row (1, or 0 for a zero weight; filled by `estimators`)
 
 def prompt_counts(prompt_ids:Tensor, # [N] prompt of each sample
                   accepted:Tensor, # [N] bool

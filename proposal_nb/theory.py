@@ -40,26 +40,27 @@ signal_table().round(3)
 # %% ../nbs/02_theory.ipynb #c010
 def visit_coefficients(uw, # [M] unnormalised weights r·p/q of one visit's draws
                        Zhat:float, # the prompt's normaliser estimate
-                       baseline="running", # "running" (b = Ẑ), "batch-mean" (b = mean uw), or a number
+                       baseline="zhat", # "zhat" (b = Ẑ), "batch_mean" (b = mean uw), "none" (b = 0), or a number
                       )->np.ndarray:
     "Per-draw IGUANA coefficients (uw − b)/(M·Ẑ) for one visit (no clipping)."
     uw = np.asarray(uw, dtype=float)
-    if baseline == "running": b = Zhat
-    elif baseline == "batch-mean": b = uw.mean()
-    elif isinstance(baseline, (int, float)): b = float(baseline)
-    else: raise ValueError(f"baseline must be 'running', 'batch-mean' or a number, got {baseline!r}")
+    if isinstance(baseline, (int, float)): b = float(baseline)
+    elif baseline == "zhat": b = Zhat
+    elif baseline == "batch_mean": b = uw.mean()
+    elif baseline == "none": b = 0.0
+    else: raise ValueError(f"baseline must be 'zhat', 'batch_mean', 'none' or a number, got {baseline!r}")
     return (uw - b) / (len(uw) * Zhat)
 
 # %% ../nbs/02_theory.ipynb #c012
 def baseline_table(M:int=10, # draws per visit
-                   Zhat:float=0.2, # running normaliser
+                   Zhat:float=0.2, # the normaliser's estimate Ẑ
                    n_valid=(0, 1, 2, 5), # numbers of valid draws (each valid draw has uw = 1)
                   )->pd.DataFrame:
     "Coefficients of a valid and an invalid draw, and their sum, for visits with k valid draws of weight uw = 1."
     rows = []
     for k in n_valid:
         uw = np.r_[np.ones(k), np.zeros(M - k)]
-        for name in ("running", "batch-mean"):
+        for name in ("zhat", "batch_mean"):
             c = visit_coefficients(uw, Zhat, name)
             rows.append(dict(valid_draws=k, baseline=name, coef_valid=c[0] if k else np.nan,
                              coef_invalid=c[-1] if k < M else np.nan, visit_sum=c.sum()))
