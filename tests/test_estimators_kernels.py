@@ -1,4 +1,4 @@
-"""The estimator kernels as the LM training loop calls them: float32/bfloat16 log q with grad under torch's default
+"""The estimator kernels, and the interface over them, as the LM training loop calls them: float32/bfloat16 log q with grad under torch's default
 dtype (the notebooks run under float64), log ratios of ±10,000 nats, all-zero potentials, and checkpoint round trips."""
 import io
 import math
@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from proposal_nb import iguana, msc, normalizer as nz, offline
+from proposal_nb import estimators, iguana, msc, normalizer as nz, offline
 from proposal_nb.weights import log_weights, psis
 
 DTYPES = [torch.float32, torch.bfloat16]
@@ -113,3 +113,61 @@ def test_running_mean_at_zero_skips_instead_of_dividing_by_zero():
     loss.backward()
     assert logq.grad.abs().sum() == 0
     assert nz.estimate(st2, cfg, [0]).log_zhat.exp().item() == pytest.approx(2 / 8)   # the valid draws entered unclipped
+
+
+def _interface_visit(name, dtype, seed=0):
+    B, M = 6, (1 if name == "bc" else 4)
+    logq, logp, logr = _draws(B, M, dtype, seed)
+    prompts = torch.tensor([0, 0, 1, 2, 2, 3]) if name == "bc" else torch.tensor([5, 0, 3, 1, 4, 2])
+    keys = torch.arange(B * M).reshape(B, M) + 100 * seed
+    return estimators.Visit(prompts, logq.detach(), logp, logr, torch.full((B, M), 7.0, dtype=torch.float64), keys,
+                            -torch.rand(B, generator=torch.Generator().manual_seed(seed)).to(dtype) * 50)
+
+
+def _with_grad_on(visit, rows):
+    lq, rq = visit.logq.clone().requires_grad_(), visit.ref_logq.clone().requires_grad_()
+    return visit._replace(logq=torch.where(rows[:, None], lq, lq.detach()), ref_logq=torch.where(rows, rq, rq.detach())), lq, rq
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", list(estimators.ESTIMATORS))
+def test_interface_one_process_share_in_low_precision(name, dtype):
+    """The multi-process contract (every process steps the full batch, only its own rows carry grad) under the LM loop's
+    float32 default dtype with float32/bfloat16 log q. The estimators notebook checks it in float64 only, while the LM
+    loop's log q is bfloat16 and the kernels cast their float64 coefficients to it: here the sums must still be exact."""
+    assert torch.get_default_dtype() == torch.float32
+    est = estimators.make(name, iguana.IguanaConfig(kl_beta=0.1))
+    warm = _interface_visit(name, dtype, seed=1)
+    if name == "bc": state = est.init(4, estimators.Rollouts(warm.prompts, warm.logr[:, 0] == 0))
+    else: state = est.step(est.init(6), warm, torch.Generator().manual_seed(0))[0]
+    visit = _interface_visit(name, dtype, seed=2)
+    if name == "bc":  # every row accepted where the data set has k(x) ≥ 1
+        visit = visit._replace(logr=torch.where(state.counts[visit.prompts][:, None] > 0, 0.0, -math.inf).double())
+    runs = []
+    for rows in (torch.ones(6, dtype=torch.bool), torch.tensor([True, False, True, False, True, False])):
+        for share in ((rows,) if rows.all() else (rows, ~rows)):
+            v, lq, rq = _with_grad_on(visit, share)
+            new, loss, info = est.step(state, v, torch.Generator().manual_seed(3))
+            loss.backward()
+            assert loss.dtype == dtype and torch.isfinite(loss.float())
+            g = lambda t: torch.zeros_like(t) if t.grad is None else t.grad
+            runs.append((new, loss.item(), g(lq), g(rq), info))
+    (full, l0, gq, gr, info), a, b = runs
+    for part in (a, b):
+        assert all(torch.equal(x, y) for x, y in zip(part[0], full)) and part[1] == l0
+    assert torch.equal(a[2] + b[2], gq) and torch.equal(a[3] + b[3], gr)
+    assert gq.abs().sum() > 0 and gq.dtype == dtype
+    assert info.log_uw.shape == visit.logq.shape and info.log_uw.dtype == torch.float64 and info.ess.shape == (6,)
+    s = est.summary(info)
+    assert s and all(type(x) in (int, float) for x in s.values()), s            # plain scalars for a log row
+
+
+@pytest.mark.parametrize("name", list(estimators.ESTIMATORS))
+def test_interface_checkpoint_through_a_file(name, tmp_path):
+    est = estimators.make(name, **estimators.PUBLISHED_RECIPE)
+    v = _interface_visit(name, torch.float32)
+    st = est.init(6, estimators.Rollouts(v.prompts, v.logr[:, 0] == 0))
+    st, _, _ = est.step(st, v, torch.Generator().manual_seed(0))
+    torch.save(est.state_dict(st), tmp_path / "est.pt")
+    back = est.load_state_dict(torch.load(tmp_path / "est.pt", weights_only=True))
+    assert all(torch.equal(x, y) for x, y in zip(back, st))
