@@ -4,7 +4,7 @@
 
 # %% ../nbs/21_sandbox.ipynb #c001
 from __future__ import annotations
-import ctypes, hashlib, json, math, os, resource, select, shutil, signal, struct, subprocess, sys, tempfile, threading, time
+import ctypes, hashlib, json, math, os, resource, select, shutil, signal, socket, struct, subprocess, sys, tempfile, threading, time
 from pathlib import Path
 from typing import NamedTuple, Sequence
 
@@ -26,40 +26,78 @@ class InfrastructureError(RuntimeError):
     "The grader itself failed (cannot spawn, server crash, implausible batch): stop, never grade as zeros."
 
 # %% ../nbs/21_sandbox.ipynb #c007
-def _section_reason(src: str, g: dict, name: str, compile_=compile, exec_=exec, settrace=sys.settrace,
-                    setprofile=sys.setprofile) -> str:
-    "Compile (asserts always on) and run one section of source in namespace `g`; return its reason."
-    settrace(None); setprofile(None)  # a trace hook left by the program could jump over asserts
-    try: code = compile_(src, name, 'exec', optimize=0)
-    except (SyntaxError, ValueError): return 'syntax'  # ValueError: null bytes in the source
-    try: exec_(code, g)
-    except SystemExit: return 'early-exit'
-    except AssertionError: return 'assertion'
-    except MemoryError: return 'memory'
-    except BaseException as e: return f'exception:{type(e).__name__}'
-    return 'ok'
-
 def _harness(program: str, tests: Sequence[str], status_fd: int, token: str):
-    "Run `program` then each test snippet; report on `status_fd`; end with the sentinel and `os._exit(0)`."
-    # bind everything the harness needs before the program can patch os, sys or builtins
-    write, exit_, pid, tests, run = os.write, os._exit, os.getpid(), list(tests), _section_reason
-    enc, flushers = str.encode, [sys.stdout.flush, sys.stderr.flush]
-    kw = dict(compile_=compile, exec_=exec, settrace=sys.settrace, setprofile=sys.setprofile)
-    def say(msg):
-        try: write(status_fd, enc(f'{pid} {msg}\n'))
-        except BaseException: exit_(70)
-    try:
-        g = {'__name__': '__main__', '__builtins__': __builtins__}
-        r = run(program, g, '<program>', **kw)
-        say(f'P {r}')
-        if r == 'ok':
-            for i in range(len(tests)): say(f'T {i} {run(tests[i], g, f"<test {i}>", **kw)}')
+    "Run `program` then each test snippet; report on `status_fd`; end with the final report and `os._exit(0)`."
+    # bind everything used after the program starts, before it starts: builtins, os, sys and this module are the
+    # program's to patch; these locals and the closure below are not reachable by name
+    write, exit_, getpid, enc, isid, join, range_ = os.write, os._exit, os.getpid, str.encode, str.isidentifier, ' '.join, range
+    compile_, exec_, settrace, setprofile, setlimit = compile, exec, sys.settrace, sys.setprofile, sys.setrecursionlimit
+    type_, type_name, limit, me = type, type.__dict__['__name__'].__get__, sys.getrecursionlimit(), os.getpid()
+    SyntaxE, ValueE, ExitE, AssertE, MemE, BaseE = SyntaxError, ValueError, SystemExit, AssertionError, MemoryError, BaseException
+    flushers, tests = (sys.stdout.flush, sys.stderr.flush), tuple(tests)
+    n = len(tests)
+
+    def say(msg: str):  # one datagram: the kernel stamps it with the sender's pid as it is sent
+        try: write(status_fd, enc(msg))
+        except BaseE: exit_(70)
+
+    def section(src: str, g: dict, name: str) -> str:
+        "Compile (asserts always on) and run one section in namespace `g`; return its reason."
+        settrace(None); setprofile(None)  # a trace hook left by the program could jump over asserts
+        try:
+            try: code = compile_(src, name, 'exec', optimize=0)
+            except (SyntaxE, ValueE): return 'syntax'  # ValueError: null bytes in the source
+            try: exec_(code, g)
+            except ExitE: return 'early-exit'
+            except AssertE: return 'assertion'
+            except MemE: return 'memory'
+            except BaseE as e:
+                nm = type_name(type_(e))  # the class's own name, not a metaclass property
+                return f'exception:{nm}' if isid(nm) else 'exception:?'
+            return 'ok'
+        finally: settrace(None); setprofile(None); setlimit(limit)
+
+    def flush():
         for f in flushers:
             try: f()
-            except BaseException: pass
-        say(f'DONE {token}')
+            except BaseE: pass
+
+    try:
+        g = {'__name__': '__main__', '__builtins__': __builtins__}
+        r = section(program, g, '<program>')
+        if getpid() != me: flush(); exit_(0)  # a forked copy that ran to the end: it has nothing to report
+        say(f'P {r}')
+        trs = []
+        if r == 'ok':
+            for i in range_(n):
+                trs.append(section(tests[i], g, f'<test {i}>'))
+                if getpid() != me: flush(); exit_(0)
+                say(f'T {i} {trs[-1]}')
+        flush()
+        say(join(['F', token, r, *trs]))
         exit_(0)
-    finally: exit_(71)  # any escape from the block above: no sentinel, so an early exit
+    finally: exit_(71)  # any escape from the block above: no final report, so an early exit
+
+# %% ../nbs/21_sandbox.ipynb #c009
+_CRED = struct.Struct('iII')  # struct ucred: pid, uid, gid
+
+def _reports(sock: socket.socket, out: list) -> int:
+    "Append every datagram waiting on `sock` as (sender pid, text) to `out`, without blocking; return a size charge."
+    n = 0
+    while True:
+        try: data, anc, flags, _ = sock.recvmsg(1 << 18, socket.CMSG_SPACE(_CRED.size))
+        except (BlockingIOError, InterruptedError): return n
+        pid = next((_CRED.unpack(d[:_CRED.size])[0] for lvl, typ, d in anc
+                    if lvl == socket.SOL_SOCKET and typ == socket.SCM_CREDENTIALS), None)
+        out.append((pid, '' if flags & socket.MSG_TRUNC else data.decode('utf-8', 'replace')))
+        n += len(data) + 64  # an empty datagram still costs its record
+
+def _status_channel() -> tuple[socket.socket, int]:
+    "A datagram socket pair: the reading end (credentials on, non-blocking) and the raw fd of the writing end."
+    r, w = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    r.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+    r.setblocking(False)
+    return r, w.detach()
 
 # %% ../nbs/21_sandbox.ipynb #c011
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -197,89 +235,104 @@ def _confine(req: dict, rundir: str, out_w: int, err_w: int, st_w: int):
     if not req.get('cgroup') and os.getuid() != 0: lim.append((resource.RLIMIT_NPROC, (req['nproc_user'],) * 2))
     for r, v in lim: resource.setrlimit(r, v)
     _drop_capabilities()
+    # without CAP_SYS_ADMIN no process of the program can put another pid on a status report
+    eff = [l for l in Path('/proc/self/status').read_text().splitlines() if l.startswith('CapEff:')]
+    if eff and int(eff[0].split()[1], 16): raise PermissionError(f'capabilities still held: {eff[0]}')
     if req['landlock']: _landlock([rundir])
     sys.stdin = open(0, 'r', closefd=False)
     sys.stdout = open(1, 'w', encoding='utf-8', errors='backslashreplace', closefd=False)
     sys.stderr = open(2, 'w', encoding='utf-8', errors='backslashreplace', closefd=False)
-    os.write(3, f'{os.getpid()} READY\n'.encode())
+    os.write(3, b'READY')
 
 # %% ../nbs/21_sandbox.ipynb #c019
 def _supervise(req: dict) -> dict:
     "Run one program under confinement and return its result record (runs inside a runner process)."
     rundir = tempfile.mkdtemp(dir=req['rundir'])
     _libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: orphans of the program come back to us
-    pipes = [os.pipe() for _ in range(3)]
+    pipes = [os.pipe() for _ in range(2)]
+    st, st_w = _status_channel()
     token = os.urandom(12).hex()
     t0 = time.monotonic()
     pid = os.fork()
     if pid == 0:
         try:
             for r, _ in pipes: os.close(r)
-            _confine(req, rundir, *(w for _, w in pipes))
+            st.close()
+            _confine(req, rundir, *(w for _, w in pipes), st_w)
         except BaseException as e:
             try: os.write(2, f'sandbox setup failed: {e!r}\n'.encode())
             finally: os._exit(97)
         try: _harness(req['program'], req['tests'], 3, token)
         finally: os._exit(72)  # never fall through into the supervisor's code
     for _, w in pipes: os.close(w)
-    (out_r, _), (err_r, _), (st_r, _) = pipes
+    os.close(st_w)
+    (out_r, _), (err_r, _) = pipes
     pidfd = os.pidfd_open(pid)
-    bufs = {out_r: bytearray(), err_r: bytearray(), st_r: bytearray()}
-    caps = {out_r: req['output_limit'], err_r: req['output_limit'], st_r: 1 << 20}
-    open_fds, status, stop = set(bufs), None, None
+    bufs = {out_r: bytearray(), err_r: bytearray()}
+    open_fds, status, stop, msgs, st_bytes = set(bufs), None, None, [], 0
     deadline = t0 + req['wall']
     while status is None and stop is None:
         left = deadline - time.monotonic()
         if left <= 0: stop = 'wall'; break
-        ready, _, _ = select.select([*open_fds, pidfd], [], [], left)
+        ready, _, _ = select.select([*open_fds, st, pidfd], [], [], left)
         for fd in ready:
-            if fd == pidfd: status = os.wait4(pid, 0); continue
-            chunk = os.read(fd, 1 << 16)
-            if not chunk: open_fds.discard(fd); continue
-            bufs[fd] += chunk
-            if len(bufs[fd]) > caps[fd]: stop = 'output'
+            if fd is st: st_bytes += _reports(st, msgs)
+            elif fd != pidfd:
+                chunk = os.read(fd, 1 << 16)
+                if not chunk: open_fds.discard(fd); continue
+                bufs[fd] += chunk
+                if len(bufs[fd]) > req['output_limit']: stop = 'output'
+        if st_bytes > 1 << 20: stop = 'output'
+        if pidfd in ready and stop is None:
+            # it has ended but is not reaped: its pid cannot be reused yet and everything it sent is queued
+            st_bytes += _reports(st, msgs)
+            status = os.wait4(pid, 0)
     seconds = time.monotonic() - t0
     if status is None:  # stopped by a cap or the backstop: kill it and collect its status before the sweep reaps
         try: os.kill(pid, signal.SIGKILL)
         except OSError: pass
+        os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)  # dead, not yet reaped
+        _reports(st, msgs)
         status = os.wait4(pid, 0)
+    own = [m for p, m in msgs if p == pid]  # read before the reap: no later process can hold this pid
     _sweep(pid, req.get('cgroup'))
-    os.close(pidfd)
+    os.close(pidfd); st.close()
     end = time.monotonic() + 2.0  # every holder is dead now: drain what is left
     while open_fds and time.monotonic() < end:
         for fd in select.select(list(open_fds), [], [], 0.1)[0]:
             chunk = os.read(fd, 1 << 16)
-            if not chunk or len(bufs[fd]) > caps[fd]: open_fds.discard(fd)
+            if not chunk or len(bufs[fd]) > req['output_limit']: open_fds.discard(fd)
             else: bufs[fd] += chunk
     for fd in bufs: os.close(fd)
     shutil.rmtree(rundir, ignore_errors=True)
     _, wstatus, ru = status
     cpu = ru.ru_utime + ru.ru_stime
-    res = _decide(bufs[st_r].decode('utf-8', 'replace'), pid, token, wstatus, cpu, req, stop)
+    res = _decide(own, token, wstatus, cpu, req, stop)
     keep = req['keep_output']
     return dict(res, seconds=seconds, cpu=cpu, stdout=bufs[out_r][:keep].decode('utf-8', 'replace'),
                 stderr=bufs[err_r][:keep].decode('utf-8', 'replace'), wall_stop=stop == 'wall')
 
 # %% ../nbs/21_sandbox.ipynb #c021
-def _decide(status_text: str, pid: int, token: str, wstatus: int, cpu: float, req: dict, stop: str | None) -> dict:
-    "Map the status lines, exit status and CPU use of a program to its reason and test reasons."
-    prog, tests, ready, done = None, {}, False, False
-    for line in status_text.splitlines():
-        parts = line.split(' ')
-        if len(parts) < 2 or parts[0] != str(pid): continue
-        if parts[1] == 'READY': ready = True
-        elif parts[1] == 'P' and len(parts) == 3 and prog is None: prog = parts[2]
-        elif parts[1] == 'T' and len(parts) == 4 and parts[2].isdigit(): tests.setdefault(int(parts[2]), parts[3])
-        elif parts[1] == 'DONE' and len(parts) == 3 and parts[2] == token: done = True
-    n = len(req['tests'])
+def _decide(own: Sequence[str], token: str, wstatus: int, cpu: float, req: dict, stop: str | None) -> dict:
+    "Map the original process's own reports (in order), its exit status and CPU use to its reason and test reasons."
+    n, budget = len(req['tests']), max(1, math.ceil(req['cpu']))
+    prog, tests = None, {}
+    for m in own:
+        parts = m.split(' ')
+        if parts[0] == 'P' and len(parts) == 2 and prog is None: prog = parts[1]
+        elif parts[0] == 'T' and len(parts) == 3 and parts[1].isdigit(): tests.setdefault(int(parts[1]), parts[2])
+    last = own[-1].split(' ') if own else []
+    final = (len(last) >= 3 and last[:2] == ['F', token] and len(last) - 3 == (n if last[2] == 'ok' else 0))
     if stop == 'output': reason = 'output-limit'
     elif stop == 'wall': reason = 'timeout'
-    elif not ready: return dict(reason='infra', tests=(), infra='program process did not start')
+    elif own[:1] != ['READY']: return dict(reason='infra', tests=(), infra='program process did not start')
     elif os.WIFSIGNALED(wstatus):
         sig = os.WTERMSIG(wstatus)
-        reason = 'timeout' if sig == signal.SIGXCPU or (sig == signal.SIGKILL and cpu >= 0.9 * max(1, math.ceil(req['cpu']))) else 'killed'
-    elif done and os.WEXITSTATUS(wstatus) == 0 and prog is not None and all(i in tests for i in range(n) if prog == 'ok'):
-        reason = prog if prog != 'ok' else next((tests[i] for i in range(n) if tests[i] != 'ok'), 'ok')
+        spent = (sig == signal.SIGXCPU and cpu >= 0.5 * budget) or (sig == signal.SIGKILL and cpu >= 0.9 * budget)
+        reason = 'timeout' if spent else 'killed'
+    elif final and os.WEXITSTATUS(wstatus) == 0:
+        prog, tests = last[2], dict(enumerate(last[3:]))
+        reason = prog if prog != 'ok' else next((t for t in last[3:] if t != 'ok'), 'ok')
     else: reason = 'early-exit'
     if prog not in (None, 'ok'): trs = (prog,) * n
     else: trs = tuple(tests.get(i, reason if reason != 'ok' else 'early-exit') for i in range(n))
@@ -331,8 +384,9 @@ def _slot_worker(rfd: int, cfg: dict, cgroup: str | None):
         p = Path(req['resdir'], f"{req['id']}.req"); p.write_text(json.dumps(req))
         pid = os.fork()
         if pid == 0:
-            os.execv(sys.executable, [sys.executable, '-I', '-c',
-                     f'from proposal_nb.sandbox import _cold_runner; _cold_runner({str(p)!r})'])
+            boot = (f'import sys; sys.path.insert(0, {cfg["package"]!r}); from proposal_nb.sandbox import _cold_runner; '
+                    f'sys.path.pop(0); _cold_runner({str(p)!r})')
+            os.execv(sys.executable, [sys.executable, '-I', '-B', '-c', boot])
         _, st = os.waitpid(pid, 0)
         p.unlink()
         if st != 0: _write_result(req, dict(reason='infra', infra=f'cold runner exited with status {st}', tests=()))
@@ -397,8 +451,7 @@ def _package_parent():
     return os.path.dirname(os.path.dirname(os.path.abspath(proposal_nb.__file__)))
 
 _SERVER_ENV = {'PATH': '/usr/local/bin:/usr/bin:/bin', 'LANG': 'C.UTF-8', 'PYTHONHASHSEED': '0',
-               'OMP_NUM_THREADS': '1', 'OPENBLAS_NUM_THREADS': '1', 'MKL_NUM_THREADS': '1',
-               'PYTHONDONTWRITEBYTECODE': '1'}
+               'OMP_NUM_THREADS': '1', 'OPENBLAS_NUM_THREADS': '1', 'MKL_NUM_THREADS': '1'}  # -I ignores PYTHON* vars: -B below
 
 class Executor:
     "Run programs in confined processes forked from a warm server (or cold interpreters)."
@@ -434,16 +487,18 @@ class Executor:
         self.work = tempfile.mkdtemp(prefix='proposal_nb-sandbox-')
         for d in ('run', 'res'): os.mkdir(os.path.join(self.work, d))
         try:
-            # -I ignores PYTHONPATH: name this package's folder, import the server, then drop the folder again
+            # -I ignores PYTHONPATH: name this package's folder, import the server, then drop the folder again;
+            # -B: no bytecode written next to the package (nothing is written outside self.work)
             boot = (f'import sys; sys.path.insert(0, {_package_parent()!r}); from proposal_nb.sandbox import _server_main; '
                     'sys.path.pop(0); _server_main()')
-            self.proc = subprocess.Popen([self.python, '-I', '-c', boot],
+            self.proc = subprocess.Popen([self.python, '-I', '-B', '-c', boot],
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=_SERVER_ENV,
                                          cwd=self.work, start_new_session=True)
         except OSError as e: raise InfrastructureError(f'cannot start the sandbox server with {self.python!r}: {e}') from e
         self._buf = b''
         self._send(dict(warm_imports=self.warm_imports if self.warm else (), warm=self.warm, workers=self.workers,
-                        nproc=self.nproc, scratch=os.path.join(self.work, 'run'), scratch_mb=self.scratch_mb, **self.flags))
+                        nproc=self.nproc, scratch=os.path.join(self.work, 'run'), scratch_mb=self.scratch_mb,
+                        package=_package_parent(), **self.flags))
         line = self._line(time.monotonic() + 120)
         if not line.startswith('READY '): self.close(); raise InfrastructureError(f'sandbox server failed: {line}')
         self.isolation = json.loads(line[6:])
