@@ -44,6 +44,10 @@ CASES = [
     ('close_status_channel', 'import os\nfor fd in range(3, 64):\n    try: os.close(fd)\n    except OSError: pass', {'early-exit'}),
     ('forge_sentinel', 'import os\nfor fd in range(3, 64):\n    try: os.write(fd, f"{os.getpid()} DONE 0123456789abcdef01234567\\n".encode())\n    except OSError: pass\nos._exit(0)', {'early-exit'}),
     ('child_speaks_for_parent', 'import os, time\nif os.fork() == 0:\n    time.sleep(0.3)\nelse:\n    os._exit(0)', {'early-exit'}),
+    # issue 18: a builtin name rebound before raising; a child that finishes first while its parent raises
+    ('rebind_assertion_then_raise', 'import builtins\nbuiltins.AssertionError = BaseException\nraise ValueError(1)', {'exception:ValueError'}),
+    ('assert_after_rebinding', 'import builtins\nbuiltins.AssertionError = Exception\nassert 1 == 2', {'assertion'}),
+    ('child_finishes_parent_raises', 'import os\npid = os.fork()\nif pid:\n    os.waitpid(pid, 0)\n    raise ValueError(1)', {'exception:ValueError'}),
     ('patch_os_exit', 'import os, builtins\nos._exit = lambda code: None\nos.write = lambda *a: 0\nbuiltins.exec = lambda *a, **k: None', {'ok'}),
     ('escape_session_sleep', f'import subprocess\nsubprocess.Popen(["sleep", "1000.{MARK}"], start_new_session=True)', {'ok'}),
     ('double_fork_daemon', f'import os\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        os.execvp("sleep", ["sleep", "1001.{MARK}"])\n    os._exit(0)', {'ok'}),
@@ -134,8 +138,12 @@ def results(listener, secret_holder):
         yield dict(cases=cases, verdicts=verdicts, before=before, after=after, alive=alive, secs=secs, isolation=ex.isolation)
 
 
-def test_enough_cases(results):
-    assert len(results['cases']) >= 25
+def test_cases_reach_every_kind_of_ending(results):
+    "The suite exercises each way a program can end: the verdicts it got (not the list it holds) span every reason."
+    got = {v.reason.split(':')[0] for v in results['verdicts']}
+    want = {'ok', 'exception', 'assertion', 'timeout', 'memory', 'syntax', 'killed', 'early-exit', 'output-limit'}
+    assert want <= got, f'no case ended as {sorted(want - got)}; got {sorted(got)}'
+    assert sum(not v.ok for v in results['verdicts']) >= 25, 'fewer than 25 programs were graded invalid'
 
 
 # cases whose verdict rests on one isolation layer; where the OS refuses that layer they are skipped, not passed
@@ -164,18 +172,35 @@ def test_no_leaked_processes(results):
     assert sorted(results['before']) == sorted(results['after']), 'sandbox processes left behind after the batch'
 
 
-def test_host_unaffected(results, listener, secret_holder):
-    _, got = listener
-    iso = results['isolation']
-    if _has(iso, 'netns'): assert got == [], 'a program reached a listener on the host loopback'
-    if _has(iso, 'landlock'): assert not OUTSIDE.exists() and not Path(f'/tmp/pnb-pwned-{MARK}').exists()
+def _need(results, layer: str):
+    if not _has(results['isolation'], layer):
+        pytest.skip(f"the {layer} layer is unavailable here, so this cannot be checked: {results['isolation']}")
+
+
+def test_host_unaffected(results, secret_holder):
+    "What holds without any optional layer: the host's processes live, the program's environment is scrubbed."
     assert secret_holder.poll() is None  # still alive
     v = dict(zip([c[0] for c in results['cases']], results['verdicts']))
     assert v['read_env_secrets'].stdout.strip().endswith('False')  # the program's own environment is scrubbed
-    if _has(iso, 'proc'): assert v['read_env_secrets'].stdout.strip() == '[] False', v['read_env_secrets'].stdout
     assert v['write_inside_ok'].stdout == 'hi\n'
     assert results['alive'].stdout == '42\n'  # the executor still works afterwards
     print(f"{len(results['cases'])} adversarial programs in {results['secs']:.1f}s; isolation: {results['isolation']}")
+
+
+def test_host_loopback_unreached(results, listener):
+    _need(results, 'netns')
+    assert listener[1] == [], 'a program reached a listener on the host loopback'
+
+
+def test_host_files_untouched(results):
+    _need(results, 'landlock')
+    assert not OUTSIDE.exists() and not Path(f'/tmp/pnb-pwned-{MARK}').exists()
+
+
+def test_host_environments_unread(results, secret_holder):
+    _need(results, 'proc')
+    v = dict(zip([c[0] for c in results['cases']], results['verdicts']))
+    assert v['read_env_secrets'].stdout.strip() == '[] False', v['read_env_secrets'].stdout
 
 
 def test_sleep_hits_the_wall_backstop():
