@@ -25,14 +25,16 @@ def init_from_env()->tuple[int, int, str]:
 
 class DistributedOnlineRun(OnlineRun):
     "An OnlineRun whose step is shared by the processes of the default torch.distributed group."
-    def __init__(self, *args, **kwargs):
+    def __init__(self, model, tokenizer, tasks, potential, config, run_dir, **kwargs):
         if not dist.is_initialized(): raise RuntimeError("DistributedOnlineRun needs an initialised process group (see init_from_env)")
         self.rank, self.world = dist.get_rank(), dist.get_world_size()
-        super().__init__(*args, **kwargs)
-        if not self.cfg.seed_per_prompt:
-            raise ValueError("DistributedOnlineRun needs OnlineConfig(seed_per_prompt=True): draws must not depend on how prompts are sharded")
-        if self.cfg.prompts_per_step < self.world:
-            raise ValueError(f"prompts_per_step={self.cfg.prompts_per_step} < {self.world} processes: some ranks would idle")
+        if config.loop.prompts_per_step < self.world:
+            raise ValueError(f"loop.prompts_per_step={config.loop.prompts_per_step} < {self.world} processes: some ranks would idle")
+        if config.loop.engine == "vllm":
+            raise ValueError("engine='vllm' draws with the engine's own seed, so its draws depend on the sharding: use engine='fast' or 'hf'")
+        if torch.cuda.is_available():                       # one GPU per rank: the model goes to this rank's device
+            model.to(f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}")
+        super().__init__(model, tokenizer, tasks, potential, config, run_dir, **kwargs)
 
     def shard(self, ids): return ids[self.rank::self.world]
 

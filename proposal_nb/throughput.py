@@ -14,15 +14,15 @@ import torch
 import torch.nn.functional as F
 from tokenizers import Tokenizer, models as tk_models, pre_tokenizers, decoders
 from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
-from transformers.models.qwen2.modeling_qwen2 import apply_rotary_pos_emb
 
-from . import iguana, normalizer as nz
-from .densities import completion_logprobs
+from . import estimators as E, iguana, normalizer as nz
+from .engines import FastSampler, decode_layer
+from .densities import completion_logprobs, pack_rows
 
 # %% auto #0
 __all__ = ['QWEN2_SHAPES', 'qwen2_config', 'random_model', 'word_tokenizer', 'FlopModel', 'flop_model', 'forward_flops',
-           'lora_update_flops', 'matmul_tflops', 'PhaseTimer', 'decode_layer', 'FastSampler', 'score_both', 'pack_rows',
-           'packed_logprobs', 'compile_layers', 'StepInfo', 'online_step']
+           'lora_update_flops', 'matmul_tflops', 'PhaseTimer', 'score_both', 'packed_logprobs', 'compile_layers',
+           'StepInfo', 'online_step']
 
 # %% ../nbs/28_throughput.ipynb #c006
 QWEN2_SHAPES = {
@@ -122,183 +122,6 @@ class PhaseTimer:
     def __enter__(self): self._t0 = _now(self.device); return self
     def __exit__(self, *exc): self.seconds[self._name] += _now(self.device) - self._t0
 
-# %% ../nbs/28_throughput.ipynb #c025
-def _rms(x, w, eps):
-    "RMSNorm in transformers' order: float32 statistics, cast back, times the weight."
-    h = x.float()
-    return w * (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype)
-
-def decode_layer(x, # [b, 1, d] hidden state of the new token
-                 kc, vc, # [b, kv, T, dh] this layer's key/value cache (written at pos)
-                 pos, # [1] long: the token's position
-                 cos, sin, # [1, 1, dh] rotary tables at pos
-                 mask, # [1, 1, 1, T] bool: positions ≤ pos
-                 w:dict, # the layer's tensors: ln1, qkv, qkv_b, o, o_b, ln2, gate, gate_b, up, up_b, down, down_b
-                 H:int, KV:int, dh:int, eps:float, scale:float, # heads, kv heads, head dim, norm eps, attention scale
-                )->torch.Tensor: # [b, 1, d]
-    "One decoder layer for one new token with a static cache (pure: compiles once for all layers)."
-    b = x.shape[0]
-    qkv = F.linear(_rms(x, w["ln1"], eps), w["qkv"], w["qkv_b"])
-    q, k, v = qkv.split([H * dh, KV * dh, KV * dh], -1)
-    q, k = apply_rotary_pos_emb(q.view(b, 1, H, dh).transpose(1, 2), k.view(b, 1, KV, dh).transpose(1, 2), cos, sin)
-    kc.index_copy_(2, pos, k); vc.index_copy_(2, pos, v.view(b, 1, KV, dh).transpose(1, 2))
-    o = F.scaled_dot_product_attention(q.reshape(b, KV, H // KV, dh), kc, vc, attn_mask=mask, scale=scale)
-    x = x + F.linear(o.reshape(b, 1, H * dh), w["o"], w["o_b"])
-    h = _rms(x, w["ln2"], eps)
-    return x + F.linear(F.silu(F.linear(h, w["gate"], w["gate_b"])) * F.linear(h, w["up"], w["up_b"]), w["down"], w["down_b"])
-
-def _lin(mod)->tuple:
-    "(weight, bias, lora layer or None) of a linear module, plain or wrapped by peft."
-    if hasattr(mod, "base_layer") and hasattr(mod, "lora_A"):
-        return mod.base_layer.weight, mod.base_layer.bias, mod
-    return mod.weight, mod.bias, None
-
-def _merged(w, lo)->torch.Tensor:
-    "W + ΔW of the active adapters (W if there is none or adapters are disabled)."
-    if lo is None or getattr(lo, "disable_adapters", False): return w
-    return w + sum(lo.get_delta_weight(a).to(w.dtype) for a in lo.active_adapters if a in lo.lora_A)
-
-class FastSampler:
-    "Batched sampling from a Llama/Qwen2-family model (LoRA merged), static KV cache, CUDA-graph decode."
-    def __init__(self, model, # a causal LM or a PeftModel wrapping one
-                 batch:int, # rows sampled together (M draws of one prompt)
-                 max_len:int, # prompt + completion tokens the cache holds
-                 graph:bool|None=None, # capture the decode step; None: on CUDA only
-                 compile:bool|dict=False, # torch.compile the decode layer (a dict: its keyword arguments)
-                ):
-        self.model = model
-        base = model.get_base_model() if hasattr(model, "get_base_model") else model
-        c = base.config
-        if getattr(c, "use_sliding_window", False): raise ValueError("sliding-window attention is not supported")
-        if getattr(c, "hidden_act", "silu") != "silu": raise ValueError(f"hidden_act {c.hidden_act!r} is not supported (silu only)")
-        self.B, self.max_len = batch, max_len
-        self.H, self.KV = c.num_attention_heads, c.num_key_value_heads
-        self.dh = getattr(c, "head_dim", None) or c.hidden_size // self.H
-        p = next(base.parameters()); dev, dt = p.device, p.dtype
-        self.device, self.dtype = dev, dt
-        self.graph = dev.type == "cuda" if graph is None else graph
-        self.embed, self.norm, self.head = base.get_input_embeddings(), base.model.norm, base.get_output_embeddings()
-        self.layers = list(base.model.layers)
-        self.eps = self.layers[0].input_layernorm.variance_epsilon
-        self.scale = self.layers[0].self_attn.scaling
-        self.w, self._sources = [], []                     # per layer: tensors for decode_layer; how to refresh them
-        for l in self.layers:
-            a, m = l.self_attn, l.mlp
-            qkv = [_lin(getattr(a, k + "_proj")) for k in "qkv"]
-            src = {"qkv": qkv}
-            w = dict(ln1=l.input_layernorm.weight, ln2=l.post_attention_layernorm.weight,
-                     qkv=torch.cat([t[0] for t in qkv]).detach().clone(),
-                     qkv_b=None if qkv[0][1] is None else torch.cat([t[1] for t in qkv]).detach().clone())
-            for name, mod in (("o", a.o_proj), ("gate", m.gate_proj), ("up", m.up_proj), ("down", m.down_proj)):
-                wt, bs, lo = _lin(mod)
-                w[name], w[name + "_b"] = (wt if lo is None else torch.empty_like(wt)), bs
-                if lo is not None: src[name] = (wt, lo)
-            self.w.append(w); self._sources.append(src)
-        L = len(self.layers)
-        self.kc = [torch.zeros(batch, self.KV, max_len, self.dh, device=dev, dtype=dt) for _ in range(L)]
-        self.vc = [torch.zeros_like(k) for k in self.kc]
-        pos_all = torch.arange(max_len, device=dev)
-        self.cos, self.sin = base.model.rotary_emb(torch.zeros(1, device=dev, dtype=dt), pos_all[None])   # [1, T, dh]
-        self.ar = pos_all
-        self.pos = torch.zeros(1, dtype=torch.long, device=dev)
-        self.tok = torch.zeros(batch, dtype=torch.long, device=dev)
-        self.out = torch.zeros(batch, max_len, dtype=torch.long, device=dev)
-        self.lp = torch.zeros(batch, max_len, dtype=torch.float32, device=dev)
-        self.done = torch.zeros(batch, dtype=torch.bool, device=dev)
-        self.temperature = torch.ones((), device=dev)
-        self.stop = torch.full((), -1, dtype=torch.long, device=dev)
-        self._layer = decode_layer
-        if compile: self._layer = torch.compile(decode_layer, **({"dynamic": False} | (compile if isinstance(compile, dict) else {})))
-        self._gen, self._cuda_graph = None, None
-        self.refresh()
-
-    @torch.no_grad()
-    def refresh(self):
-        "Recompute the merged weights W + ΔW from the current adapter (call after every optimizer step)."
-        for w, src in zip(self.w, self._sources):
-            r = 0
-            for wt, bs, lo in src["qkv"]:
-                w["qkv"][r:r + wt.shape[0]].copy_(_merged(wt, lo)); r += wt.shape[0]
-            for name, (wt, lo) in ((k, v) for k, v in src.items() if k != "qkv"): w[name].copy_(_merged(wt, lo))
-
-    def _prefill(self, prompt):
-        "Run the prompt once (batch 1), write its keys/values into every row; logits of its last position."
-        P = prompt.numel()
-        x = self.embed(prompt[None])
-        cos, sin = self.cos[:, :P], self.sin[:, :P]
-        g = self.H // self.KV
-        for i, w in enumerate(self.w):
-            qkv = F.linear(_rms(x, w["ln1"], self.eps), w["qkv"], w["qkv_b"])
-            q, k, v = qkv.split([self.H * self.dh, self.KV * self.dh, self.KV * self.dh], -1)
-            q, k = apply_rotary_pos_emb(q.view(1, P, self.H, self.dh).transpose(1, 2), k.view(1, P, self.KV, self.dh).transpose(1, 2), cos, sin)
-            v = v.view(1, P, self.KV, self.dh).transpose(1, 2)
-            self.kc[i][:, :, :P] = k; self.vc[i][:, :, :P] = v
-            o = F.scaled_dot_product_attention(q, k.repeat_interleave(g, 1), v.repeat_interleave(g, 1), is_causal=True, scale=self.scale)
-            x = x + F.linear(o.transpose(1, 2).reshape(1, P, self.H * self.dh), w["o"], w["o_b"])
-            h = _rms(x, w["ln2"], self.eps)
-            x = x + F.linear(F.silu(F.linear(h, w["gate"], w["gate_b"])) * F.linear(h, w["up"], w["up_b"]), w["down"], w["down_b"])
-        return self.head(self.norm(x[:, -1:]))[:, -1].float()
-
-    def _sample(self, logits):
-        "Gumbel-max draw at the set temperature; rows that stopped keep emitting the stop id. Returns (token, its log-prob)."
-        logits = logits / self.temperature
-        e = torch.empty_like(logits).exponential_(generator=self._gen)
-        tok = (logits - e.log()).argmax(-1)
-        tok = torch.where(self.done, self.stop, tok)
-        self.done |= tok == self.stop
-        return tok, logits.gather(-1, tok[:, None])[:, 0] - torch.logsumexp(logits, -1)
-
-    def _step(self):
-        "Decode one token for all rows at position `pos` (graph-capturable: no host sync)."
-        x = self.embed(self.tok[:, None])
-        cos, sin = self.cos.index_select(1, self.pos), self.sin.index_select(1, self.pos)
-        mask = (self.ar <= self.pos).view(1, 1, 1, -1)
-        for w, kc, vc in zip(self.w, self.kc, self.vc):
-            x = self._layer(x, kc, vc, self.pos, cos, sin, mask, w, self.H, self.KV, self.dh, self.eps, self.scale)
-        tok, lp = self._sample(self.head(self.norm(x))[:, -1].float())
-        self.out.index_copy_(1, self.pos + 1, tok[:, None]); self.lp.index_copy_(1, self.pos + 1, lp[:, None])
-        self.tok.copy_(tok); self.pos += 1
-
-    def _capture(self):
-        s = torch.cuda.Stream(self.device)
-        s.wait_stream(torch.cuda.current_stream(self.device))
-        with torch.cuda.stream(s):
-            for _ in range(3): self._step()
-        torch.cuda.current_stream(self.device).wait_stream(s)
-        self._cuda_graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self._cuda_graph): self._step()
-
-    @torch.no_grad()
-    def sample(self, prompt_ids:Sequence[int]|torch.Tensor, # one prompt's token ids
-               new_tokens:int, # completion length (fewer if every row stopped)
-               generator:torch.Generator, # randomness (on CUDA: seeds the device generator the graph uses)
-               temperature:float=1.0, # sampling temperature (no truncation)
-               stop_id:int|None=None, # stop token: rows that emit it emit only it afterwards; None: fixed length
-               check_every:int=32, # decode steps between checks whether every row stopped
-               logprobs:bool=False, # also return the sampler's own per-token log-probs
-              ): # [batch, n ≤ new_tokens] completion ids (and [batch, n] float32 log-probs)
-        "Draw `batch` completions of one prompt."
-        prompt = torch.as_tensor(prompt_ids, dtype=torch.long, device=self.device).reshape(-1)
-        P = prompt.numel()
-        if P < 1 or P + new_tokens > self.max_len: raise ValueError(f"prompt of {P} + {new_tokens} new tokens exceed max_len={self.max_len}")
-        self.temperature.fill_(temperature); self.stop.fill_(-1 if stop_id is None else stop_id); self.done.zero_()
-        if self.graph:
-            if self._cuda_graph is None: self._capture()
-            seed = int(torch.randint(2**62, (1,), generator=generator, device=generator.device))
-            torch.cuda.default_generators[self.device.index or 0].manual_seed(seed)
-        else: self._gen = generator
-        tok, lp = self._sample(self._prefill(prompt).expand(self.B, -1).contiguous())
-        self.out[:, P] = tok; self.lp[:, P] = lp; self.tok.copy_(tok); self.pos.fill_(P)
-        n = 1
-        while n < new_tokens:
-            if self.graph: self._cuda_graph.replay()
-            else: self._step()
-            n += 1
-            if stop_id is not None and n % check_every == 0 and bool(self.done.all()): break
-        self._gen = None
-        y = self.out[:, P:P + n].clone()
-        return (y, self.lp[:, P:P + n].clone()) if logprobs else y
-
 # %% ../nbs/28_throughput.ipynb #c034
 def _token_lp(logits, targets, chunk=8):
     "log softmax(logits)[targets] in float32, by chunks of rows."
@@ -327,20 +150,6 @@ def score_both(peft_model, # a PeftModel in eval mode: adapter on = q, off = p
     lp = _token_lp(logits, completions.repeat(2, 1))
     if lengths is not None: lp = lp * (torch.arange(T, device=dev) < lengths.to(dev)[:, None]).repeat(2, 1)
     return lp[:M].sum(-1), lp[M:].sum(-1)
-
-# %% ../nbs/28_throughput.ipynb #c038
-def pack_rows(lengths:Sequence[int], # tokens of each sequence
-              capacity:int|None=None, # tokens per row; None: the longest sequence
-             )->list[list[int]]: # sequence indices per row
-    "First-fit-decreasing bin packing of sequences into rows of `capacity` tokens."
-    cap = max(lengths) if capacity is None else capacity
-    if max(lengths) > cap: raise ValueError(f"a sequence of {max(lengths)} tokens exceeds capacity {cap}")
-    rows, room = [], []
-    for i in sorted(range(len(lengths)), key=lambda i: -lengths[i]):
-        j = next((j for j, r in enumerate(room) if r >= lengths[i]), None)
-        if j is None: rows.append([i]); room.append(cap - lengths[i])
-        else: rows[j].append(i); room[j] -= lengths[i]
-    return rows
 
 # %% ../nbs/28_throughput.ipynb #c040
 def packed_logprobs(model, # a causal LM or PeftModel (grad flows if enabled)
@@ -430,14 +239,13 @@ def online_step(model, # PeftModel (train mode is the caller's choice)
     with t("update"):
         logq = packed_logprobs(model, prompt_ids, y, lens)
         if not shared_q: logq = logq - logq.detach() + q_eval        # value: eval-mode log q; gradient: this pass
-        est = nz.estimate(norm_state, norm_cfg, [prompt_index])
-        loss, info = iguana.loss(logq[None], logp[None].double(), logr[None], est.log_zhat.to(dev), est.baseline.to(dev), cfg)
+        visit = E.Visit(torch.tensor([prompt_index]), logq[None].cpu(), logp[None].double().cpu(), logr[None].cpu())
+        norm_state, loss, info = E.make("iguana", cfg, norm_cfg).step(norm_state, visit, None)   # the loops' own step
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         params = [p for g in optimizer.param_groups for p in g["params"]]
         gn = float(torch.nn.utils.clip_grad_norm_(params, grad_clip))
         optimizer.step()
         sampler.refresh()
-    norm_state = nz.update(norm_state, norm_cfg, [prompt_index], info.log_uw.cpu(), est.log_zhat)
     n_tok = int(y.numel() if lens is None else lens.sum())
     return norm_state, StepInfo(logq.detach(), slp.sum(1), logp, logr, gn, n_tok, info, dict(t.seconds))

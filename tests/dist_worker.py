@@ -8,7 +8,7 @@ import torch
 
 from proposal_nb.models import add_lora, tiny_model
 from proposal_nb.tasks import Task
-from proposal_nb.training import OnlineConfig, OnlineRun
+from proposal_nb.training import online_config, OnlineRun
 
 
 def has_a(tasks, completions):
@@ -21,8 +21,8 @@ def main(run_dir, estimator="iguana", steps=4):
     torch.manual_seed(0)                 # peft draws the LoRA A matrices from the global RNG
     model = add_lora(m, dropout=0.0)
     tasks = [Task(id=f"toy/{i}", prompt=f"task {i}") for i in range(6)]
-    cfg = OnlineConfig(estimator=estimator, M=4, prompts_per_step=2, steps=int(steps), lr=3e-3, max_new_tokens=8, checkpoint_every=2,
-                       seed_per_prompt=True)
+    cfg = online_config(estimator=estimator, M=4, prompts_per_step=2, steps=int(steps), lr=3e-3, max_new_tokens=8, checkpoint_every=2,
+                        engine=os.environ.get("ENGINE", "auto"))
     if "WORLD_SIZE" in os.environ:
         from proposal_nb.distributed import DistributedOnlineRun, init_from_env
         init_from_env()

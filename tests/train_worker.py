@@ -8,7 +8,7 @@ import torch
 
 from proposal_nb.models import add_lora, tiny_model
 from proposal_nb.tasks import Task
-from proposal_nb.training import OnlineConfig, OnlineRun
+from proposal_nb.training import online_config, OnlineRun
 
 
 def has_a(tasks, completions):
@@ -20,9 +20,9 @@ def main(run_dir, estimator, slow_after=None):
     torch.manual_seed(0)                 # peft draws the LoRA A matrices from the global RNG
     model = add_lora(m, dropout=0.0)
     tasks = [Task(id=f"toy/{i}", prompt=f"task {i}") for i in range(4)]
-    cfg = OnlineConfig(estimator=estimator, M=4, prompts_per_step=2, steps=8, lr=3e-3, max_new_tokens=8, checkpoint_every=3)
+    cfg = online_config(estimator=estimator, M=4, prompts_per_step=2, steps=8, lr=3e-3, max_new_tokens=8, checkpoint_every=3)
     run = OnlineRun(model, tok, tasks, has_a, cfg, run_dir)
-    while run.step < cfg.steps:
+    while run.step < cfg.loop.steps:
         run.train(progress=False, stop_after=1)
         if slow_after is not None and run.step >= int(slow_after):
             print(f"step {run.step}", flush=True)
