@@ -12,7 +12,10 @@ ending: a normal end, a raise of various classes (AssertionError, its subclasses
 subclasses, ...), `assert`, `sys.exit(k)`, `os._exit(k)`, a signal to itself (default action, ignored, or a
 handler that exits, raises or returns), or `exec`. Test snippets run after a program that ends normally.
 
-Usage: .venv/bin/python scripts/bench_grader_fuzz.py [--n 1000] [--seed 18] [--out results/bench_grader_fuzz.json]"""
+The same run also measures the checker's speed against a naive `python -c` (scripts/bench_sandbox.py), so the
+verdicts and the speed come from one code state; `--no-speed` skips it.
+
+Usage: .venv/bin/python scripts/bench_grader_fuzz.py [--n 1000] [--seed 18] [--no-speed] [--out results/bench_grader_fuzz.json]"""
 import argparse, json, os, platform, signal, sys, time
 from collections import Counter
 from pathlib import Path
@@ -254,15 +257,25 @@ if __name__ == '__main__':
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--n', type=int, default=1000)
     ap.add_argument('--seed', type=int, default=18)
+    ap.add_argument('--no-speed', action='store_true', help='skip the speed comparison with a naive python -c')
     ap.add_argument('--out', type=Path)
     a = ap.parse_args()
     import hypothesis
+    t0 = time.time()
     items = sample(a.n, a.seed)
     res = dict(seed=a.seed, hypothesis=hypothesis.__version__, cpus=os.cpu_count(), load_before=os.getloadavg()[0],
                **check(items))
     res['load_after'] = os.getloadavg()[0]
     show(res)
+    if not a.no_speed:
+        import importlib.util
+        spec = importlib.util.spec_from_file_location('bench_sandbox', Path(__file__).with_name('bench_sandbox.py'))
+        bench_sandbox = importlib.util.module_from_spec(spec); spec.loader.exec_module(bench_sandbox)
+        res['speed'] = bench_sandbox.bench()
+        bench_sandbox.show(res['speed'])
+    res['seconds'] = time.time() - t0
     if a.out:
         a.out.parent.mkdir(parents=True, exist_ok=True)
         a.out.write_text(json.dumps(res, indent=1, default=str))
-    sys.exit(1 if any(r['wrong'] for r in res['runs'].values()) or res['flips'] else 0)
+    slow = 'speed' in res and any(r['programs'] == 'numpy+pandas' and r['speedup'] < 10 for r in res['speed']['rows'])
+    sys.exit(1 if any(r['wrong'] for r in res['runs'].values()) or res['flips'] or slow else 0)
