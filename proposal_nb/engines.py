@@ -430,6 +430,7 @@ def make_engine(name:str, # one of ENGINES
                 **kw):
     "Build an engine by name (`auto`: `pick_engine`)."
     if name not in ENGINES: raise ValueError(f"unknown engine {name!r}; use one of {', '.join(ENGINES)}")
+    batch_size = kw.pop("batch_size", rows)                       # hf: rows per generate call
     if name == "auto": name = pick_engine(model, config, nucleus_of is not None, base_path)
     if name == "fast":
         why = fast_support(model)
@@ -438,7 +439,7 @@ def make_engine(name:str, # one of ENGINES
     if name == "vllm":
         if base_path is None: raise ValueError("engine='vllm' needs the base model's folder (base_path)")
         return VLLMEngine(model, tokenizer, base_path, max_new_tokens, stop_at_fence, config, **kw)
-    return HFEngine(model, tokenizer, max_new_tokens, stop_at_fence, kw.pop("batch_size", rows), config, nucleus_of)
+    return HFEngine(model, tokenizer, max_new_tokens, stop_at_fence, batch_size, config, nucleus_of)
 
 # %% ../nbs/25a_engines.ipynb #c030
 WEIGHT_TOLERANCE = {torch.float32: (1e-3, 5e-2), torch.float64: (1e-6, 1e-4),
@@ -461,7 +462,7 @@ def check_weights(sampler_lp:torch.Tensor, # [N, T] the sampler's per-token log-
                   tol:tuple|None=None, # (mean, max) override
                  )->WeightDelta:
     "Compare per-token log-probs; raise `WeightCheckError` above the dtype's tolerance."
-    m = torch.as_tensor(mask, dtype=torch.bool)
+    m = torch.as_tensor(mask, dtype=torch.bool).cpu()
     d = (sampler_lp.double().cpu() - scorer_lp.detach().double().cpu()).abs()[m]
     if d.numel() == 0: return WeightDelta(0.0, 0.0, 0)
     res = WeightDelta(float(d.max()), float(d.mean()), int(d.numel()))

@@ -424,7 +424,7 @@ class OfflineConfig:
     lr: float = 1e-5              # Adam learning rate
     grad_clip: float = 1.0        # gradient-norm clip
     cap: int = 400                # completion tokens counted per sample
-    scheme: str = "tiered"        # batching scheme of proposal_nb.batching: sort, random, diverse, tiered
+    scheme: str = "spread"        # a key of proposal_nb.batching.SCHEMES (sort, random, diverse, tiered, spread)
     seed: int = 42
 
 def train_offline(model, # a PeftModel
@@ -445,16 +445,13 @@ def train_offline(model, # a PeftModel
     est = E.make("bc")
     state = est.init(len(pid), E.Rollouts(ids, torch.ones(len(ids), dtype=torch.bool)))
     lengths = np.array([len(t) for t in data.token_ids])
-    if c.scheme not in ("sort", "random", "diverse", "tiered"): raise ValueError(f"unknown batching scheme {c.scheme!r}")
+    if c.scheme not in batching.SCHEMES: raise ValueError(f"unknown batching scheme {c.scheme!r}; use one of {', '.join(batching.SCHEMES)}")
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.Adam(params, lr=c.lr, weight_decay=0.0)
     model.eval(); rows = []
     for ep in range(c.epochs):
         rng = np.random.default_rng([c.seed, ep])
-        batches = dict(sort=lambda: batching.sort_batches(lengths, c.batch_size),
-                       random=lambda: batching.random_batches(lengths, c.batch_size, gen=rng),
-                       diverse=lambda: batching.diverse_batches(lengths, c.batch_size, gen=rng),
-                       tiered=lambda: batching.tiered_batches(lengths, ids.numpy(), c.batch_size, gen=rng))[c.scheme]()
+        batches = batching.make_batches(c.scheme, lengths, ids.numpy(), c.batch_size, gen=rng)
         for b in tqdm(batches, disable=not progress, desc=f"filtered BC epoch {ep + 1}"):
             b = np.asarray(b)
             t0 = time.perf_counter()
