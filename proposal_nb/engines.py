@@ -165,7 +165,7 @@ class FastSampler:
         self.done = z(torch.bool)
         self.out = torch.zeros(batch, max_len, dtype=torch.long, device=dev)
         self.lp = torch.zeros(batch, max_len, dtype=torch.float32, device=dev)
-        self.temperature = torch.ones((), device=dev)
+        self.temperature = torch.ones((), device=dev, dtype=torch.float32)
         self.rule = stop
         self._rule = stop if stop is None else StopRule(*(x.to(dev) if torch.is_tensor(x) else x for x in stop))
         self.pad_id = 0
@@ -205,7 +205,7 @@ def _prefill(self:FastSampler, prompt:torch.Tensor, rows:slice, start:int):
 
 def _choose(self:FastSampler, logits:torch.Tensor):
     "Keyed Gumbel-max at the set temperature; stopped rows emit padding. Writes token, log-prob, stop state at t."
-    lp = (logits / self.temperature).log_softmax(-1)
+    lp = (logits.float() / self.temperature).log_softmax(-1)
     tok = (lp + keyed_gumbel(self.h, self.t, lp.shape[-1])).argmax(-1)
     tok = torch.where(self.done, torch.full_like(tok, self.pad_id), tok)
     tlp = lp.gather(-1, tok[:, None])[:, 0]
@@ -270,7 +270,7 @@ def draw(self:FastSampler, prompts:Sequence[Sequence[int]], # token ids of each 
     self.length.fill_(new_tokens); self.done.fill_(True); self.done[:R] = False
     h = torch.zeros(self.B, dtype=torch.int32); h[:R] = key_hash(keys)
     self.h.copy_(h.to(dev))
-    first = torch.zeros(self.B, self.vocab, device=dev)
+    first = torch.zeros(self.B, self.vocab, device=dev, dtype=torch.float32)
     for j, p in enumerate(prompts):
         rows = slice(j * n, (j + 1) * n)
         first[rows] = self._prefill(torch.as_tensor(p, dtype=torch.long, device=dev), rows, end - len(p))
