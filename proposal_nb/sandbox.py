@@ -185,6 +185,14 @@ def _drop_capabilities() -> int:
     _libc.syscall(126, header, data)  # capset
     return n
 
+# %% ../nbs/21_sandbox.ipynb #c014t
+def _fresh_signals():
+    "Give this process the signal state of a fresh `python` started by a parent that ignores and blocks nothing."
+    for s in signal.valid_signals() - {signal.SIGKILL, signal.SIGSTOP}: signal.signal(s, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # what Python's start-up sets, as in `python -c`
+    for s in (signal.SIGPIPE, signal.SIGXFSZ): signal.signal(s, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_SETMASK, ())
+
 # %% ../nbs/21_sandbox.ipynb #c016
 def _alive(pid: int) -> bool:
     "True when `pid` exists and is not a zombie."
@@ -242,6 +250,7 @@ def _confine(req: dict, rundir: str, out_w: int, err_w: int, st_w: int):
     sys.stdin = open(0, 'r', closefd=False)
     sys.stdout = open(1, 'w', encoding='utf-8', errors='backslashreplace', closefd=False)
     sys.stderr = open(2, 'w', encoding='utf-8', errors='backslashreplace', closefd=False)
+    _fresh_signals()  # last, so the program starts from exactly this state
     os.write(3, b'READY')
 
 # %% ../nbs/21_sandbox.ipynb #c019
