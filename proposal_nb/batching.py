@@ -252,6 +252,7 @@ def frontier(lengths:np.ndarray, prompt_ids:np.ndarray, batch_size:int=8,
     out = _at_targets(pts, _targets(batch_size) if targets is None else targets)
     return out.assign(floor=padding_floor(L, batch_size), ceiling=distinct_ceiling(P, batch_size))
 
+# %% ../nbs/15_batching.ipynb #c037a
 class BatchingWarning(UserWarning): "The default batching missed its target on this table."
 
 class Plan(NamedTuple):

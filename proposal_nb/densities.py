@@ -267,6 +267,7 @@ def packed_token_logprobs(model, # a causal LM or PeftModel (grad flows if enabl
     mask = torch.arange(T, device=dev)[None] < torch.tensor([len(c) for c in C], device=dev)[:, None]
     return out, mask
 
+# %% ../nbs/24_densities.ipynb #c036b
 def score_tokens(peft_model, # a PeftModel: adapter on = q, off = p
                  prompt_ids:Sequence[Sequence[int]], completion_ids:Sequence[Sequence[int]],
                  prior_config:DecodingConfig=DecodingConfig(), # the prior sampler's config (p_gen)

@@ -2,7 +2,7 @@
 
 # %% ../nbs/25a_engines.ipynb #c001
 from __future__ import annotations
-import importlib.util, math, os, tempfile
+import importlib.util, tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -12,13 +12,13 @@ import torch.nn.functional as F
 from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 
 from .densities import DecodingConfig
-from .generation import (Generation, HFGenerator, TokenText, VLLMGenerator, FENCE, stop_point, key_hash,
-                                    keyed_gumbel, row_keys, _as_set)
+from .generation import (Generation, HFGenerator, TokenText, VLLMGenerator, stop_point, key_hash,
+                                    keyed_gumbel, _as_set)
 
 # %% auto #0
 __all__ = ['FAST_ARCHITECTURES', 'ENGINES', 'WEIGHT_TOLERANCE', 'StopRule', 'stop_rule', 'stop_update', 'fast_support',
-           'decode_layer', 'FastSampler', 'Draws', 'draw', 'sample', 'FastEngine', 'HFEngine', 'VLLMEngine',
-           'pick_engine', 'make_engine', 'WeightCheckError', 'WeightDelta', 'check_weights']
+           'decode_layer', 'FastSampler', 'Draws', 'FastEngine', 'HFEngine', 'VLLMEngine', 'pick_engine', 'make_engine',
+           'WeightCheckError', 'WeightDelta', 'check_weights']
 
 # %% ../nbs/25a_engines.ipynb #c007
 class StopRule(NamedTuple):
@@ -166,7 +166,6 @@ class FastSampler:
         self.out = torch.zeros(batch, max_len, dtype=torch.long, device=dev)
         self.lp = torch.zeros(batch, max_len, dtype=torch.float32, device=dev)
         self.temperature = torch.ones((), device=dev, dtype=torch.float32)
-        self.rule = stop
         self._rule = stop if stop is None else StopRule(*(x.to(dev) if torch.is_tensor(x) else x for x in stop))
         self.pad_id = 0
         self._layer = decode_layer
@@ -174,16 +173,19 @@ class FastSampler:
         self._cuda_graph = None
         self.refresh()
 
-    @torch.no_grad()
-    def refresh(self):
-        "Recompute the merged weights W + ΔW from the current adapter (call after every optimizer step)."
-        for w, src in zip(self.w, self._sources):
-            r = 0
-            for wt, bs, lo in src["qkv"]:
-                w["qkv"][r:r + wt.shape[0]].copy_(_merged(wt, lo)); r += wt.shape[0]
-            for name, (wt, lo) in ((k, v) for k, v in src.items() if k != "qkv"): w[name].copy_(_merged(wt, lo))
+# %% ../nbs/25a_engines.ipynb #c014
+@torch.no_grad()
+def _refresh(self:FastSampler):
+    "Recompute the merged weights W + ΔW from the current adapter (call after every optimizer step)."
+    for w, src in zip(self.w, self._sources):
+        r = 0
+        for wt, bs, lo in src["qkv"]:
+            w["qkv"][r:r + wt.shape[0]].copy_(_merged(wt, lo)); r += wt.shape[0]
+        for name, (wt, lo) in ((k, v) for k, v in src.items() if k != "qkv"): w[name].copy_(_merged(wt, lo))
 
-# %% ../nbs/25a_engines.ipynb #c013
+FastSampler.refresh = _refresh
+
+# %% ../nbs/25a_engines.ipynb #c015
 @torch.no_grad()
 def _prefill(self:FastSampler, prompt:torch.Tensor, rows:slice, start:int):
     "Run one prompt (batch 1) at positions 0..P−1, write its keys/values into `rows` from column `start`; last logits."
@@ -240,7 +242,7 @@ def _capture(self:FastSampler):
 
 FastSampler._prefill, FastSampler._choose, FastSampler._step, FastSampler._capture = _prefill, _choose, _step, _capture
 
-# %% ../nbs/25a_engines.ipynb #c014
+# %% ../nbs/25a_engines.ipynb #c016
 class Draws(NamedTuple):
     "What one `FastSampler.draw` call returns (rows in prompt-major order)."
     tokens: torch.Tensor    # [R, n] completion ids (padding after a row's stop)
@@ -248,7 +250,7 @@ class Draws(NamedTuple):
     lengths: torch.Tensor   # [R] tokens up to and including the stop (n where none)
 
 @torch.no_grad()
-def draw(self:FastSampler, prompts:Sequence[Sequence[int]], # token ids of each prompt
+def _draw(self:FastSampler, prompts:Sequence[Sequence[int]], # token ids of each prompt
          n:int, # draws per prompt (rows = len(prompts)·n ≤ batch)
          new_tokens:int, # completion cap
          keys:torch.Tensor, # [len(prompts)·n] int64 row keys
@@ -291,8 +293,11 @@ def draw(self:FastSampler, prompts:Sequence[Sequence[int]], # token ids of each 
     keep = torch.arange(done_n, device=dev)[None] < L[:, None]
     return Draws(torch.where(keep, self.out[:R, :done_n], self.pad_id).clone(), (self.lp[:R, :done_n] * keep).clone(), L.clone())
 
+FastSampler.draw = _draw
+
+# %% ../nbs/25a_engines.ipynb #c018
 @torch.no_grad()
-def sample(self:FastSampler, prompt_ids:Sequence[int]|torch.Tensor, # one prompt's token ids
+def _sample(self:FastSampler, prompt_ids:Sequence[int]|torch.Tensor, # one prompt's token ids
            new_tokens:int, # completion length (fewer if every row stopped)
            generator:torch.Generator, # randomness: the rows' keys are drawn from it
            temperature:float=1.0, # sampling temperature (no truncation)
@@ -313,9 +318,9 @@ def sample(self:FastSampler, prompt_ids:Sequence[int]|torch.Tensor, # one prompt
     y = d.tokens if stop_id is None else torch.where(torch.arange(d.tokens.shape[1], device=self.device)[None] < d.lengths[:, None], d.tokens, stop_id)
     return (y, d.logprobs) if logprobs else y
 
-FastSampler.draw, FastSampler.sample = draw, sample
+FastSampler.sample = _sample
 
-# %% ../nbs/25a_engines.ipynb #c024
+# %% ../nbs/25a_engines.ipynb #c028
 ENGINES = ("auto", "fast", "vllm", "hf")
 
 def _generations(tok, prompts, n, d:Draws, eos, piece, fence)->list[list[Generation]]:
@@ -367,6 +372,7 @@ class FastEngine:
 
     def refresh(self): self.sampler.refresh()
 
+# %% ../nbs/25a_engines.ipynb #c029
 class HFEngine:
     "HF `generate`, the reference engine: any causal LM, any decoding config, keyed draws."
     name = "hf"
@@ -377,7 +383,7 @@ class HFEngine:
         return self.gen.generate_ids(prompt_ids, n, keys=keys)
     def refresh(self): pass
 
-# %% ../nbs/25a_engines.ipynb #c025
+# %% ../nbs/25a_engines.ipynb #c030
 class VLLMEngine:
     "vLLM's engine: the adapter is saved after every optimizer step and served as a new `LoRARequest`."
     name = "vllm"
@@ -410,13 +416,13 @@ class VLLMEngine:
                 if list(g.prompt_ids) != list(p): raise RuntimeError("vLLM re-tokenised a prompt differently: its draws would be scored on other tokens")
         return res
 
-# %% ../nbs/25a_engines.ipynb #c026
+# %% ../nbs/25a_engines.ipynb #c031
 def pick_engine(model, config:DecodingConfig=DecodingConfig(), nucleus:bool=False, base_path=None)->str:
-    "The fastest engine that can run `model` here."
-    if fast_support(model) is None and config.is_plain and not nucleus and next(model.parameters()).device.type == "cuda": return "fast"
+    "The fastest engine that can run `model` here: fast on GPUs, else vLLM when installed, else fast, else hf."
+    fast = fast_support(model) is None and config.is_plain and not nucleus
+    if fast and next(model.parameters()).device.type == "cuda": return "fast"
     if importlib.util.find_spec("vllm") is not None and base_path is not None and not nucleus: return "vllm"
-    if fast_support(model) is None and config.is_plain and not nucleus: return "fast"
-    return "hf"
+    return "fast" if fast else "hf"
 
 def make_engine(name:str, # one of ENGINES
                 model, tokenizer, # the PeftModel being trained (or a plain LM) and its tokenizer
@@ -441,7 +447,7 @@ def make_engine(name:str, # one of ENGINES
         return VLLMEngine(model, tokenizer, base_path, max_new_tokens, stop_at_fence, config, **kw)
     return HFEngine(model, tokenizer, max_new_tokens, stop_at_fence, batch_size, config, nucleus_of)
 
-# %% ../nbs/25a_engines.ipynb #c030
+# %% ../nbs/25a_engines.ipynb #c035
 WEIGHT_TOLERANCE = {torch.float32: (1e-3, 5e-2), torch.float64: (1e-6, 1e-4),
                     torch.bfloat16: (0.1, 4.0), torch.float16: (0.03, 1.0)}   # (mean, max) |Δ| per token, nats
 

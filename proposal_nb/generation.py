@@ -16,9 +16,9 @@ from transformers import GenerationConfig, LogitsProcessor, LogitsProcessorList,
 from .densities import DecodingConfig, completion_logprobs
 
 # %% auto #0
-__all__ = ['FENCE', 'Generation', 'TokenText', 'stop_point', 'PriorStepper', 'ConfigProcessor', 'FenceStop', 'KeyedProcessor',
-           'HFGenerator', 'row_keys', 'key_hash', 'keyed_gumbel', 'keyed_choice', 'chi_square_fit', 'WeightCheck',
-           'check_exact_weights', 'adapter_digest', 'vllm_cpu_env', 'VLLMGenerator']
+__all__ = ['FENCE', 'Generation', 'TokenText', 'stop_point', 'PriorStepper', 'ConfigProcessor', 'FenceStop', 'HFGenerator',
+           'row_keys', 'key_hash', 'keyed_gumbel', 'keyed_choice', 'KeyedProcessor', 'generate_ids', 'chi_square_fit',
+           'WeightCheck', 'check_exact_weights', 'adapter_digest', 'vllm_cpu_env', 'VLLMGenerator']
 
 # %% ../nbs/25_generation.ipynb #c005
 class Generation(NamedTuple):
@@ -109,16 +109,6 @@ class FenceStop(StoppingCriteria):
         for i, t in enumerate(last): self.text[i] += self.piece(t)
         return torch.tensor([s.count(FENCE) >= 2 for s in self.text], device=input_ids.device)
 
-class KeyedProcessor(ConfigProcessor):
-    "`ConfigProcessor` that also makes the choice: the keyed Gumbel-max token gets score 0, all others −inf (for greedy search)."
-    def __init__(self, config:DecodingConfig, n_pad:torch.Tensor, prior:tuple|None, keys:torch.Tensor, start:int):
-        super().__init__(config, n_pad, prior); self.h, self.start = key_hash(keys), start
-    def __call__(self, input_ids, scores):
-        lp = super().__call__(input_ids, scores)
-        tok = keyed_choice(lp, self.h, input_ids.shape[1] - self.start)
-        return torch.full_like(lp, -math.inf).scatter_(1, tok[:, None], 0.0)
-
-
 # %% ../nbs/25_generation.ipynb #c011
 class HFGenerator:
     "Batched sampling with HF `generate`: left padding, stop at eos, the closing fence or `max_new_tokens`."
@@ -169,24 +159,6 @@ class HFGenerator:
         P = [self.tok(p, add_special_tokens=False).input_ids for p in prompts]
         return self.generate_ids(P, n, seed=seed, progress=progress, keys=keys)
 
-    def generate_ids(self, prompt_ids:Sequence[Sequence[int]], # token ids of each prompt
-                     n:int, seed:int|None=None, progress:bool=False, keys:torch.Tensor|None=None,
-                    )->list[list[Generation]]:
-        "`generate` from token ids."
-        P = [list(p) for p in prompt_ids]
-        rows = [j for j in range(len(P)) for _ in range(n)]
-        if keys is not None:
-            keys = torch.as_tensor(keys, dtype=torch.long).reshape(-1)
-            if len(keys) != len(rows): raise ValueError(f"keys has {len(keys)} entries for {len(P)} prompts × {n} draws")
-        res = [[] for _ in P]
-        with torch.random.fork_rng(devices=[]):
-            if seed is not None: torch.manual_seed(seed)
-            for s in tqdm(range(0, len(rows), self.batch_size), disable=not progress, desc="generate"):
-                chunk = rows[s:s+self.batch_size]
-                k = None if keys is None else keys[s:s+self.batch_size]
-                for j, g in zip(chunk, self._batch([P[j] for j in chunk], k)): res[j].append(g)
-        return res
-
 def _as_set(x): return [] if x is None else ([x] if isinstance(x, int) else list(x))
 
 # %% ../nbs/25_generation.ipynb #c011b
@@ -225,6 +197,36 @@ def keyed_choice(logprobs:torch.Tensor, # [R, V] log π_t (−inf outside the ke
                 )->torch.Tensor: # [R] chosen token ids
     "Gumbel-max: an exact draw from each row's π_t, fixed by (key, t)."
     return (logprobs.float() + keyed_gumbel(h.to(logprobs.device), t, logprobs.shape[-1])).argmax(-1)
+
+# %% ../nbs/25_generation.ipynb #c011f
+class KeyedProcessor(ConfigProcessor):
+    "`ConfigProcessor` that also makes the choice: the keyed Gumbel-max token gets score 0, all others −inf (for greedy search)."
+    def __init__(self, config:DecodingConfig, n_pad:torch.Tensor, prior:tuple|None, keys:torch.Tensor, start:int):
+        super().__init__(config, n_pad, prior); self.h, self.start = key_hash(keys), start
+    def __call__(self, input_ids, scores):
+        lp = super().__call__(input_ids, scores)
+        tok = keyed_choice(lp, self.h, input_ids.shape[1] - self.start)
+        return torch.full_like(lp, -math.inf).scatter_(1, tok[:, None], 0.0)
+
+def generate_ids(self:HFGenerator, prompt_ids:Sequence[Sequence[int]], # token ids of each prompt
+                 n:int, seed:int|None=None, progress:bool=False, keys:torch.Tensor|None=None,
+                )->list[list[Generation]]:
+    "`generate` from token ids."
+    P = [list(p) for p in prompt_ids]
+    rows = [j for j in range(len(P)) for _ in range(n)]
+    if keys is not None:
+        keys = torch.as_tensor(keys, dtype=torch.long).reshape(-1)
+        if len(keys) != len(rows): raise ValueError(f"keys has {len(keys)} entries for {len(P)} prompts × {n} draws")
+    res = [[] for _ in P]
+    with torch.random.fork_rng(devices=[]):
+        if seed is not None: torch.manual_seed(seed)
+        for s in tqdm(range(0, len(rows), self.batch_size), disable=not progress, desc="generate"):
+            chunk = rows[s:s+self.batch_size]
+            k = None if keys is None else keys[s:s+self.batch_size]
+            for j, g in zip(chunk, self._batch([P[j] for j in chunk], k)): res[j].append(g)
+    return res
+
+HFGenerator.generate_ids = generate_ids
 
 # %% ../nbs/25_generation.ipynb #c015
 def chi_square_fit(counts:dict, # sequence -> observed count

@@ -58,6 +58,7 @@ def reference(state:MSCState, prompts)->Reference:
     k = state.ref_key[pr]
     return Reference(k >= 0, k, state.ref_logp[pr], state.ref_logr[pr])
 
+# %% ../nbs/13_msc.ipynb #c006a
 def step(state:MSCState,
          prompts, # [B] distinct prompt ids
          ref_logq:Tensor, # [B] log q_φ of each prompt's reference, with grad (any finite value where there is none)

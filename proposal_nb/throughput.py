@@ -17,7 +17,7 @@ from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 
 from . import estimators as E, iguana, normalizer as nz
 from .engines import FastSampler, decode_layer
-from .densities import completion_logprobs, pack_rows
+from .densities import completion_logprobs, pack_rows, packed_token_logprobs
 
 # %% auto #0
 __all__ = ['QWEN2_SHAPES', 'qwen2_config', 'random_model', 'word_tokenizer', 'FlopModel', 'flop_model', 'forward_flops',
@@ -158,33 +158,12 @@ def packed_logprobs(model, # a causal LM or PeftModel (grad flows if enabled)
                     lengths:torch.Tensor|None=None, # [M] real lengths; None: all T
                     pad_id:int=0, # filler at the end of rows
                    )->torch.Tensor: # [M] log-probs summed over completion tokens
-    "log q(y|x) of M completions of one prompt, sequences packed into rows."
-    dev = completions.device
-    prompt = torch.as_tensor(prompt_ids, dtype=torch.long, device=dev).reshape(-1)
+    "log q(y|x) of M completions of one prompt, sequences packed into rows (`densities.packed_token_logprobs`)."
     M, T = completions.shape
-    P = prompt.numel()
     lens = [T] * M if lengths is None else [int(n) for n in lengths]
-    seq_len = [P + n - 1 for n in lens]
-    rows = pack_rows(seq_len)
-    C = max(seq_len)
-    ids = torch.full((len(rows), C), pad_id, dtype=torch.long, device=dev)
-    pos = torch.zeros_like(ids)
-    r_idx, c_idx, tgt, owner = [], [], [], []
-    for r, row in enumerate(rows):
-        c = 0
-        for i in row:
-            n = lens[i]
-            ids[r, c:c + P] = prompt; ids[r, c + P:c + P + n - 1] = completions[i, :n - 1]
-            pos[r, c:c + P + n - 1] = torch.arange(P + n - 1, device=dev)
-            r_idx += [r] * n; c_idx += range(c + P - 1, c + P - 1 + n); owner += [i] * n
-            tgt.append(completions[i, :n]); c += P + n - 1
-        pos[r, c:] = torch.arange(C - c, device=dev)      # the filler is a sequence of its own
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    h = base.model(input_ids=ids, position_ids=pos, use_cache=False).last_hidden_state
-    h = h[torch.tensor(r_idx, device=dev), torch.tensor(c_idx, device=dev)]
-    logits = base.get_output_embeddings()(h).float()
-    tok_lp = -F.cross_entropy(logits, torch.cat(tgt), reduction="none")
-    return torch.zeros(M, device=dev, dtype=tok_lp.dtype).index_add(0, torch.tensor(owner, device=dev), tok_lp)
+    prompt = torch.as_tensor(prompt_ids).reshape(-1).tolist()
+    lp, _ = packed_token_logprobs(model, [prompt] * M, [r[:n] for r, n in zip(completions.tolist(), lens)], pad_id)
+    return lp.sum(-1)
 
 # %% ../nbs/28_throughput.ipynb #c044
 def compile_layers(model, # a causal LM or PeftModel (modified in place)

@@ -2,7 +2,7 @@
 
 # %% ../nbs/27_training.ipynb #c001
 from __future__ import annotations
-import hashlib, json, math, shutil, time
+import json, math, shutil, time
 from dataclasses import dataclass, asdict, field, fields
 from pathlib import Path
 from typing import Sequence
@@ -22,8 +22,7 @@ from .rollouts import Potential, prompt_texts, text_hash, adapter_state, load_ad
 # %% auto #0
 __all__ = ['EXTENDABLE', 'TIMING', 'LoopConfig', 'EstimatorConfig', 'NormalizerSettings', 'PriorSettings', 'OnlineConfig',
            'online_config', 'step_seed', 'step_prompts', 'ema_floor', 'adam_moment_norm', 'global_visit', 'OnlineRun',
-           'checkpoint_dirs', 'save', 'load_latest', 'draw', 'score', 'train_step', 'write_tables', 'train', 'same_run',
-           'OfflineConfig', 'train_offline']
+           'same_run', 'OfflineConfig', 'train_offline']
 
 # %% ../nbs/27_training.ipynb #c007
 @dataclass
@@ -55,6 +54,7 @@ class EstimatorConfig:
     length_norm: bool = False     # length-normalised log weights
     def kernel(self)->IguanaConfig: return IguanaConfig(self.clip, self.baseline, self.kl_beta, self.skip_invalid, self.length_norm)
 
+# %% ../nbs/27_training.ipynb #c008
 @dataclass
 class NormalizerSettings:
     "How Ẑ(x) is formed and guarded (normalizer.NormalizerConfig)."
@@ -77,6 +77,7 @@ class PriorSettings:
     nucleus: bool = False         # sample q restricted to the prior's kept set (hf engine)
     def decoding(self)->DecodingConfig: return DecodingConfig(self.temperature, self.top_k, self.top_p, self.min_p, self.repetition_penalty)
 
+# %% ../nbs/27_training.ipynb #c010
 _LEGACY = dict(loop=[f.name for f in fields(LoopConfig)], estimator=["clip", "baseline", "kl_beta", "skip_invalid", "length_norm"],
                normalizer=["n0", "m0", "mu0"])
 
@@ -128,10 +129,10 @@ def online_config(**flat)->OnlineConfig:
     "An OnlineConfig from flat keyword arguments (`estimator='msc', M=4, fold_clip=10, engine='hf', …`)."
     return OnlineConfig.from_dict(flat)
 
-# %% ../nbs/27_training.ipynb #c010
+# %% ../nbs/27_training.ipynb #c013
 def step_seed(seed:int, step:int, salt:str)->int:
-    "A 63-bit seed for one purpose (`salt`) of one step."
-    return int.from_bytes(hashlib.sha256(f"{seed}/{step}/{salt}".encode()).digest()[:8], "little") >> 1
+    "A 62-bit seed for one purpose (`salt`) of one step."
+    return row_keys(seed, step, salt)
 
 def step_prompts(n_prompts:int, k:int, seed:int, step:int)->list[int]:
     "The `k` distinct prompt indices visited at `step` (epoch-wise permutations; a partial last block is dropped)."
@@ -141,7 +142,7 @@ def step_prompts(n_prompts:int, k:int, seed:int, step:int)->list[int]:
     perm = np.random.default_rng([seed, epoch]).permutation(n_prompts)
     return perm[i * k:(i + 1) * k].tolist()
 
-# %% ../nbs/27_training.ipynb #c013
+# %% ../nbs/27_training.ipynb #c016
 def ema_floor(beta:float, t:int)->float:
     "Norm an EMA of independent unit vectors has after t steps from zero: √((1−β)/(1+β)·(1−β^{2t}))."
     return math.sqrt((1 - beta) / (1 + beta) * (1 - beta ** (2 * t)))
@@ -151,7 +152,7 @@ def adam_moment_norm(opt:torch.optim.Optimizer)->float:
     sq = sum(float(s["exp_avg"].double().pow(2).sum()) for s in opt.state.values() if "exp_avg" in s)
     return math.sqrt(sq)
 
-# %% ../nbs/27_training.ipynb #c016
+# %% ../nbs/27_training.ipynb #c019
 def _sync(model):
     d = next(model.parameters()).device
     if d.type == "cuda": torch.cuda.synchronize(d)
@@ -171,7 +172,7 @@ def global_visit(parts:list[dict], all_ids:list[int], rank:int, local:dict)->E.V
     ref = None if local["ref_lq"] is None else cat("ref_lq")
     return E.Visit(torch.tensor(all_ids), cat("lq"), cat("lp"), cat("logr"), cat("lengths"), cat("keys"), ref)
 
-# %% ../nbs/27_training.ipynb #c018
+# %% ../nbs/27_training.ipynb #c021
 EXTENDABLE = (("loop", "steps"), ("loop", "checkpoint_every"))   # config keys a resumed run may change
 
 class OnlineRun:
@@ -217,12 +218,12 @@ class OnlineRun:
     @property
     def is_main(self)->bool: return True
 
-# %% ../nbs/27_training.ipynb #c019
-def checkpoint_dirs(self:OnlineRun)->list[Path]:
+# %% ../nbs/27_training.ipynb #c022
+def _checkpoint_dirs(self:OnlineRun)->list[Path]:
     "Saved checkpoints, oldest first."
     return sorted((self.dir / "checkpoints").glob("step-*"), key=lambda p: int(p.name.split("-")[1]))
 
-def save(self:OnlineRun)->Path:
+def _save(self:OnlineRun)->Path:
     "Write checkpoints/step-N/: the adapter (peft format) and the trainer state."
     d = self.dir / "checkpoints" / f"step-{self.step}"
     tmp = d.with_name(d.name + ".tmp"); shutil.rmtree(tmp, ignore_errors=True); tmp.mkdir(parents=True)
@@ -237,7 +238,7 @@ def _config_diff(a:dict, b:dict)->list[str]:
     "Keys (part.key) where two nested configs differ, the extendable ones aside."
     return [f"{p}.{k}" for p in a for k in a[p] if (p, k) not in EXTENDABLE and a[p][k] != b.get(p, {}).get(k)]
 
-def load_latest(self:OnlineRun)->bool:
+def _load_latest(self:OnlineRun)->bool:
     "Restore the newest complete checkpoint; False when there is none."
     ck = [d for d in self.checkpoint_dirs() if (d / "trainer.pt").exists()]
     if not ck: return False
@@ -252,10 +253,10 @@ def load_latest(self:OnlineRun)->bool:
     self.engine.refresh()
     return True
 
-OnlineRun.checkpoint_dirs, OnlineRun.save, OnlineRun.load_latest = checkpoint_dirs, save, load_latest
+OnlineRun.checkpoint_dirs, OnlineRun.save, OnlineRun.load_latest = _checkpoint_dirs, _save, _load_latest
 
-# %% ../nbs/27_training.ipynb #c020
-def draw(self:OnlineRun, ids:list[int]):
+# %% ../nbs/27_training.ipynb #c023
+def _draw(self:OnlineRun, ids:list[int]):
     "Draw M completions per prompt from the current proposal (keyed per row) and grade them."
     L = self.cfg.loop
     t0 = _sync(self.model)
@@ -268,7 +269,7 @@ def draw(self:OnlineRun, ids:list[int]):
     if np.isnan(r).any() or (r < 0).any() or (r > 1).any(): raise ValueError("the potential returned values outside [0, 1]")
     return gens, r, t1 - t0, time.perf_counter() - t1
 
-def score(self:OnlineRun, ids:list[int], gens:list):
+def _score(self:OnlineRun, ids:list[int], gens:list):
     "Per-sequence log q (graph) and log p of the draws and of the retained references; the exact-weight check."
     L = self.cfg.loop
     P = [g.prompt_ids for d in gens for g in d]; C = [g.token_ids for d in gens for g in d]
@@ -293,10 +294,10 @@ def score(self:OnlineRun, ids:list[int], gens:list):
         ref_lq = torch.stack(ref_lq) if ref_lq else torch.zeros(0)
     return lq[:n], lp[:n], ref_lq, delta
 
-OnlineRun.draw, OnlineRun.score = draw, score
+OnlineRun.draw, OnlineRun.score = _draw, _score
 
-# %% ../nbs/27_training.ipynb #c021
-def train_step(self:OnlineRun)->dict:
+# %% ../nbs/27_training.ipynb #c024
+def _train_step(self:OnlineRun)->dict:
     "One optimizer step; returns its log row."
     c, L = self.cfg, self.cfg.loop
     all_ids = step_prompts(len(self.tasks), L.prompts_per_step, L.seed, self.step)
@@ -333,7 +334,7 @@ def train_step(self:OnlineRun)->dict:
                 delta=None if delta is None else tuple(delta))
     every = self.gather(mine)
     self.step += 1
-    row = self._log_row(every, all_ids, visit, info, float(loss.detach()), gnorm)
+    row = self._log_row(every, all_ids, info, float(loss.detach()), gnorm)
     self._draw_rows(every, all_ids, visit, info)
     self.log.append(row)
     return row
@@ -346,10 +347,10 @@ def _keep_references(self:OnlineRun, parts:list):
     fresh = {int(k): t for p in parts for kk, tt in zip(p["keys"].tolist(), p["tokens"]) for k, t in zip(kk, tt) if int(k) in live}
     self.refs = {k: self.refs[k] if k in self.refs else fresh[k] for k in live}
 
-OnlineRun.train_step, OnlineRun._keep_references = train_step, _keep_references
+OnlineRun.train_step, OnlineRun._keep_references = _train_step, _keep_references
 
-# %% ../nbs/27_training.ipynb #c022
-def _log_row(self:OnlineRun, every:list, all_ids:list, visit:E.Visit, info, loss:float, gnorm:float)->dict:
+# %% ../nbs/27_training.ipynb #c025
+def _log_row(self:OnlineRun, every:list, all_ids:list, info, loss:float, gnorm:float)->dict:
     "One step's diagnostics from the visits of every process."
     L = self.cfg.loop
     cat = lambda k: np.concatenate([np.asarray(e[k], dtype=float).reshape(-1, L.M) for e in every if len(e["ids"])])
@@ -378,18 +379,19 @@ def _draw_rows(self:OnlineRun, every:list, all_ids:list, visit:E.Visit, info):
     "One row per draw of this step, in global prompt order."
     L = self.cfg.loop
     texts = {i: tx for e in every for i, tx in zip(e["ids"], e["texts"])}
+    logq = visit.logq.detach()
     for b, i in enumerate(all_ids):
         for m in range(L.M):
             self.draws.append(dict(step=self.step, prompt_id=self.tasks[i].id, draw=m, valid=float(visit.logr[b, m].exp()),
-                                   logp=float(visit.logp[b, m]), logq=float(visit.logq[b, m]), logr=float(visit.logr[b, m]),
+                                   logp=float(visit.logp[b, m]), logq=float(logq[b, m]), logr=float(visit.logr[b, m]),
                                    log_uw=float(info.log_uw[b, m]), length=int(visit.lengths[b, m]), text_hash=text_hash(texts[i][m])))
 
-def write_tables(self:OnlineRun):
+def _write_tables(self:OnlineRun):
     "log.parquet and draws.parquet of everything so far."
     pd.DataFrame(self.log).to_parquet(self.dir / "log.parquet")
     pd.DataFrame(self.draws).to_parquet(self.dir / "draws.parquet")
 
-def train(self:OnlineRun, progress:bool=True, stop_after:int|None=None)->pd.DataFrame:
+def _train(self:OnlineRun, progress:bool=True, stop_after:int|None=None)->pd.DataFrame:
     "Run to `loop.steps` (or `stop_after` more steps), checkpointing every `checkpoint_every` steps."
     L = self.cfg.loop
     todo = L.steps - self.step if stop_after is None else min(stop_after, L.steps - self.step)
@@ -402,9 +404,9 @@ def train(self:OnlineRun, progress:bool=True, stop_after:int|None=None)->pd.Data
     bar.close()
     return pd.DataFrame(self.log)
 
-OnlineRun._log_row, OnlineRun._draw_rows, OnlineRun.write_tables, OnlineRun.train = _log_row, _draw_rows, write_tables, train
+OnlineRun._log_row, OnlineRun._draw_rows, OnlineRun.write_tables, OnlineRun.train = _log_row, _draw_rows, _write_tables, _train
 
-# %% ../nbs/27_training.ipynb #c028
+# %% ../nbs/27_training.ipynb #c031
 TIMING = ("t_generation", "t_potential", "t_scoring", "t_update")
 
 def same_run(a:Path, b:Path, step:int)->bool:
@@ -415,7 +417,7 @@ def same_run(a:Path, b:Path, step:int)->bool:
     la, lb = (pd.read_parquet(Path(x) / "log.parquet").drop(columns=list(TIMING)) for x in (a, b))
     return same_w and la.equals(lb)
 
-# %% ../nbs/27_training.ipynb #c033
+# %% ../nbs/27_training.ipynb #c036
 @dataclass
 class OfflineConfig:
     "An offline filtered-BC run."
