@@ -13,14 +13,15 @@ from .sandbox import Executor, Verdict, InfrastructureError
 __all__ = ['no_error_tests', 'Potential', 'no_error', 'strict', 'tiered', 'correctness', 'exact_match', 'make_potential']
 
 # %% ../nbs/22_potentials.ipynb #c005
-def _normalise(code: str) -> str:
-    "Code with trailing whitespace and blank lines removed (exact-match comparison form)."
-    return '\n'.join(l.rstrip() for l in code.strip('\n').splitlines() if l.strip())
-
 def no_error_tests(task: Task, require_entry_point: bool = True) -> tuple[str, ...]:
     "Snippets the no-error potential runs after the program."
     if task.smoke_tests: return task.smoke_tests
     return (f'{task.entry_point}\n',) if require_entry_point and task.entry_point else ()
+
+# %% ../nbs/22_potentials.ipynb #c005c
+def _normalise(code: str) -> str:
+    "Code with trailing whitespace and blank lines removed (exact-match comparison form)."
+    return '\n'.join(l.rstrip() for l in code.strip('\n').splitlines() if l.strip())
 
 class Potential:
     "A batch potential r(tasks, completions) -> array in [0, 1]."
@@ -66,6 +67,7 @@ class Potential:
 
     def __repr__(self): return f'Potential({self.kind!r})'
 
+# %% ../nbs/22_potentials.ipynb #c005e
 def no_error(executor: Executor, require_entry_point: bool = True) -> Potential:
     "Runs without raising (failed assertions tolerated)."
     return Potential('no_error', executor, require_entry_point)

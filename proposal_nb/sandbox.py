@@ -4,12 +4,13 @@
 
 # %% ../nbs/21_sandbox.ipynb #c001
 from __future__ import annotations
-import ctypes, hashlib, json, math, os, resource, select, shutil, signal, socket, struct, subprocess, sys, tempfile, threading, time
+import hashlib, json, math, os, select, shutil, subprocess, sys, tempfile, threading, time
 from pathlib import Path
 from typing import NamedTuple, Sequence
+from .runner import _libc, _enter_namespaces, _make_cgroups, _supervise, landlock_abi
 
 # %% auto #0
-__all__ = ['Verdict', 'InfrastructureError', 'landlock_abi', 'Executor']
+__all__ = ['Verdict', 'InfrastructureError', 'Executor', 'landlock_abi']
 
 # %% ../nbs/21_sandbox.ipynb #c005
 class Verdict(NamedTuple):
@@ -25,327 +26,7 @@ class Verdict(NamedTuple):
 class InfrastructureError(RuntimeError):
     "The grader itself failed (cannot spawn, server crash, implausible batch): stop, never grade as zeros."
 
-# %% ../nbs/21_sandbox.ipynb #c007
-def _harness(program: str, tests: Sequence[str], status_fd: int, token: str):
-    "Run `program` then each test snippet; report on `status_fd`; end with the final report and `os._exit(0)`."
-    # bind everything used after the program starts, before it starts: builtins, os, sys and this module are the
-    # program's to patch; these locals and the closure below are not reachable by name
-    write, exit_, getpid, enc, isid, join, range_ = os.write, os._exit, os.getpid, str.encode, str.isidentifier, ' '.join, range
-    compile_, exec_, settrace, setprofile, setlimit = compile, exec, sys.settrace, sys.setprofile, sys.setrecursionlimit
-    type_, type_name, limit, me = type, type.__dict__['__name__'].__get__, sys.getrecursionlimit(), os.getpid()
-    SyntaxE, ValueE, ExitE, AssertE, MemE, BaseE = SyntaxError, ValueError, SystemExit, AssertionError, MemoryError, BaseException
-    flushers, tests = (sys.stdout.flush, sys.stderr.flush), tuple(tests)
-    n = len(tests)
-
-    def say(msg: str):  # one datagram: the kernel stamps it with the sender's pid as it is sent
-        try: write(status_fd, enc(msg))
-        except BaseE: exit_(70)
-
-    def section(src: str, g: dict, name: str) -> str:
-        "Compile (asserts always on) and run one section in namespace `g`; return its reason."
-        settrace(None); setprofile(None)  # a trace hook left by the program could jump over asserts
-        try:
-            try: code = compile_(src, name, 'exec', optimize=0)
-            except (SyntaxE, ValueE): return 'syntax'  # ValueError: null bytes in the source
-            try: exec_(code, g)
-            except ExitE: return 'early-exit'
-            except AssertE: return 'assertion'
-            except MemE: return 'memory'
-            except BaseE as e:
-                nm = type_name(type_(e))  # the class's own name, not a metaclass property
-                return f'exception:{nm}' if isid(nm) else 'exception:?'
-            return 'ok'
-        finally: settrace(None); setprofile(None); setlimit(limit)
-
-    def flush():
-        for f in flushers:
-            try: f()
-            except BaseE: pass
-
-    try:
-        g = {'__name__': '__main__', '__builtins__': __builtins__}
-        r = section(program, g, '<program>')
-        if getpid() != me: flush(); exit_(0)  # a forked copy that ran to the end: it has nothing to report
-        say(f'P {r}')
-        trs = []
-        if r == 'ok':
-            for i in range_(n):
-                trs.append(section(tests[i], g, f'<test {i}>'))
-                if getpid() != me: flush(); exit_(0)
-                say(f'T {i} {trs[-1]}')
-        flush()
-        say(join(['F', token, r, *trs]))
-        exit_(0)
-    finally: exit_(71)  # any escape from the block above: no final report, so an early exit
-
-# %% ../nbs/21_sandbox.ipynb #c009
-_CRED = struct.Struct('iII')  # struct ucred: pid, uid, gid
-
-def _reports(sock: socket.socket, out: list) -> int:
-    "Append every datagram waiting on `sock` as (sender pid, text) to `out`, without blocking; return a size charge."
-    n = 0
-    while True:
-        try: data, anc, flags, _ = sock.recvmsg(1 << 18, socket.CMSG_SPACE(_CRED.size))
-        except (BlockingIOError, InterruptedError): return n
-        pid = next((_CRED.unpack(d[:_CRED.size])[0] for lvl, typ, d in anc
-                    if lvl == socket.SOL_SOCKET and typ == socket.SCM_CREDENTIALS), None)
-        out.append((pid, '' if flags & socket.MSG_TRUNC else data.decode('utf-8', 'replace')))
-        n += len(data) + 64  # an empty datagram still costs its record
-
-def _status_channel() -> tuple[socket.socket, int]:
-    "A datagram socket pair: the reading end (credentials on, non-blocking) and the raw fd of the writing end."
-    r, w = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
-    r.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
-    r.setblocking(False)
-    return r, w.detach()
-
-# %% ../nbs/21_sandbox.ipynb #c011
-_libc = ctypes.CDLL(None, use_errno=True)
-_LL_WRITE = {1: 0b1_1111_1111_0010, 2: 1 << 13, 3: 1 << 14}  # write-like fs rights per Landlock ABI version
-_LL_FILE_WRITE = {1: 1 << 1, 3: 1 << 14}  # rights a rule on a single file may hold (write, truncate)
-
-def landlock_abi() -> int:
-    "Landlock ABI version of the running kernel (0 when unavailable)."
-    r = _libc.syscall(444, None, 0, 1)
-    return max(r, 0)
-
-def _landlock(write_dirs: Sequence[str], write_files: Sequence[str] = ('/dev/null',)) -> int:
-    "Confine this process: writes only beneath `write_dirs`, no TCP, scoped signals. Return the ABI used."
-    abi = landlock_abi()
-    if abi < 1: return 0
-    fs = sum(b for v, b in _LL_WRITE.items() if abi >= v)
-    ffs = sum(b for v, b in _LL_FILE_WRITE.items() if abi >= v)
-    size = 8 if abi < 4 else 16 if abi < 6 else 24
-    attr = ctypes.create_string_buffer(struct.pack('QQQ', fs, 3 if abi >= 4 else 0, 3 if abi >= 6 else 0)[:size], size)
-    rs = _libc.syscall(444, attr, size, 0)
-    if rs < 0: raise OSError(ctypes.get_errno(), 'landlock_create_ruleset')
-    for paths, rights in ((write_dirs, fs), (write_files, ffs)):
-        for p in paths:
-            fd = os.open(p, os.O_PATH | os.O_CLOEXEC)
-            rule = ctypes.create_string_buffer(struct.pack('=Qi', rights, fd), 12)
-            ok = _libc.syscall(445, rs, 1, rule, 0)
-            os.close(fd)
-            if ok < 0: raise OSError(ctypes.get_errno(), f'landlock_add_rule {p}')
-    if _libc.prctl(38, 1, 0, 0, 0) < 0: raise OSError(ctypes.get_errno(), 'PR_SET_NO_NEW_PRIVS')
-    if _libc.syscall(446, rs, 0) < 0: raise OSError(ctypes.get_errno(), 'landlock_restrict_self')
-    os.close(rs)
-    return abi
-
-# %% ../nbs/21_sandbox.ipynb #c012
-def _maps(uid: int, gid: int):
-    "Map our own uid/gid into a fresh user namespace (so file permissions stay as they were)."
-    for f, v in (('uid_map', f'{uid} {uid} 1'), ('setgroups', 'deny'), ('gid_map', f'{gid} {gid} 1')):
-        try: Path(f'/proc/self/{f}').write_text(v)
-        except OSError: pass
-
-def _enter_namespaces(scratch: str, scratch_mb: int) -> str:
-    "Move the server into new network, pid and mount namespaces with its own /proc and a tmpfs at `scratch`."
-    NEWNS, NEWPID, NEWNET, NEWUSER = 0x20000, 0x20000000, 0x40000000, 0x10000000
-    uid, gid, done = os.getuid(), os.getgid(), ''
-    if _libc.unshare(NEWNET | NEWPID | NEWNS) == 0: done = 'netns+pidns'
-    elif _libc.unshare(NEWUSER | NEWNET | NEWPID | NEWNS) == 0: _maps(uid, gid); done = 'userns+netns+pidns'
-    elif _libc.unshare(NEWNET) == 0: return 'netns'
-    elif _libc.unshare(NEWUSER | NEWNET) == 0: _maps(uid, gid); return 'userns+netns'
-    else: return 'none'
-    pid = os.fork()  # the child is pid 1 of the new pid namespace; this process only waits for it
-    if pid:
-        _, st = os.waitpid(pid, 0)
-        os._exit(os.waitstatus_to_exitcode(st) & 0xFF)
-    if (_libc.mount(b'none', b'/', None, (1 << 14) | (1 << 18), None) == 0  # MS_REC | MS_PRIVATE
-            and _libc.mount(b'proc', b'/proc', b'proc', 2 | 4 | 8, None) == 0): done += '+proc'  # nosuid nodev noexec
-    if _libc.mount(b'tmpfs', scratch.encode(), b'tmpfs', 2 | 4, f'size={scratch_mb}m,mode=0711'.encode()) == 0:
-        done += f'+tmpfs({scratch_mb}M)'
-    return done
-
-def _make_cgroups(n: int, nproc: int) -> list[str]:
-    "One `pids` cgroup per worker slot (empty list when the machine does not allow it)."
-    for root, mx in ((Path('/sys/fs/cgroup/pids'), 'pids.max'), (Path('/sys/fs/cgroup'), 'pids.max')):
-        if not (root / 'cgroup.procs').exists(): continue
-        for d in root.glob('proposal_nb-*-*'):  # left by a server that was killed
-            if not Path('/proc', d.name.split('-')[1]).exists():
-                try: d.rmdir()
-                except OSError: pass
-        try:
-            out = []
-            for s in range(n):
-                d = root / f'proposal_nb-{os.getpid()}-{s}'
-                d.mkdir(exist_ok=True); (d / mx).write_text(str(nproc)); out.append(str(d))
-            return out
-        except OSError: continue
-    return []
-
-# %% ../nbs/21_sandbox.ipynb #c014
-def _drop_capabilities() -> int:
-    "Drop all capabilities of this process (bounding set first); return how many bounding-set entries were dropped."
-    n, last = 0, int(Path('/proc/sys/kernel/cap_last_cap').read_text()) if Path('/proc/sys/kernel/cap_last_cap').exists() else 40
-    for cap in range(last + 1):
-        if _libc.prctl(24, cap, 0, 0, 0) == 0: n += 1  # PR_CAPBSET_DROP
-    header = ctypes.create_string_buffer(struct.pack('Ii', 0x20080522, 0), 8)  # _LINUX_CAPABILITY_VERSION_3, this process
-    data = ctypes.create_string_buffer(bytes(24), 24)  # effective, permitted, inheritable = 0 (two 32-bit words each)
-    _libc.syscall(126, header, data)  # capset
-    return n
-
-# %% ../nbs/21_sandbox.ipynb #c014t
-def _fresh_signals():
-    "Give this process the signal state of a fresh `python` started by a parent that ignores and blocks nothing."
-    for s in signal.valid_signals() - {signal.SIGKILL, signal.SIGSTOP}: signal.signal(s, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.default_int_handler)  # what Python's start-up sets, as in `python -c`
-    for s in (signal.SIGPIPE, signal.SIGXFSZ): signal.signal(s, signal.SIG_IGN)
-    signal.pthread_sigmask(signal.SIG_SETMASK, ())
-
-# %% ../nbs/21_sandbox.ipynb #c016
-def _alive(pid: int) -> bool:
-    "True when `pid` exists and is not a zombie."
-    try: return Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()[0] != 'Z'
-    except (OSError, IndexError): return False
-
-def _sweep(pgid: int, cgroup: str | None, rounds: int = 200):
-    "Kill the process group, the cgroup's members and the subreaper's children; reap them."
-    me = os.getpid()
-    try: os.killpg(pgid, signal.SIGKILL)
-    except OSError: pass
-    for _ in range(rounds):
-        pids = set()
-        if cgroup:
-            try: pids |= {int(p) for p in Path(cgroup, 'cgroup.procs').read_text().split()}
-            except OSError: pass
-        try: pids |= {int(p) for p in Path(f'/proc/{me}/task/{me}/children').read_text().split()}
-        except OSError: pass
-        pids -= {me, os.getppid()}  # a cold runner shares the cgroup with its slot worker
-        for p in pids:
-            try: os.kill(p, signal.SIGKILL)
-            except OSError: pass
-        while True:
-            try:
-                if os.waitpid(-1, os.WNOHANG)[0] == 0: break
-            except ChildProcessError: break
-        if not any(_alive(p) for p in pids): return
-        time.sleep(0.002)
-
-# %% ../nbs/21_sandbox.ipynb #c018
-def _confine(req: dict, rundir: str, out_w: int, err_w: int, st_w: int):
-    "Apply the confinement layers to the current (program) process."
-    os.setsid()  # (the cgroup is inherited from the slot worker at fork: no migration needed)
-    null = os.open(os.devnull, os.O_RDONLY)
-    for src, dst in ((null, 0), (out_w, 1), (err_w, 2), (st_w, 3)): os.dup2(src, dst)
-    os.closerange(4, 1 << 16)
-    os.chdir(rundir)
-    keep = {k: os.environ[k] for k in ('PATH', 'LANG') if k in os.environ}
-    os.environ.clear()
-    os.environ.update(keep, HOME=rundir, TMPDIR=rundir, PYTHONDONTWRITEBYTECODE='1', OMP_NUM_THREADS='1',
-                      OPENBLAS_NUM_THREADS='1', MKL_NUM_THREADS='1')
-    tempfile.tempdir = rundir
-    sys.dont_write_bytecode = True
-    cpu = max(1, math.ceil(req['cpu']))
-    lim = [(resource.RLIMIT_CPU, (cpu, cpu + 1)), (resource.RLIMIT_CORE, (0, 0)),
-           (resource.RLIMIT_FSIZE, (req['fsize'], req['fsize'])), (resource.RLIMIT_NOFILE, (256, 256))]
-    if req['memory_mb']: lim.append((resource.RLIMIT_AS, (req['memory_mb'] << 20,) * 2))
-    if not req.get('cgroup') and os.getuid() != 0: lim.append((resource.RLIMIT_NPROC, (req['nproc_user'],) * 2))
-    for r, v in lim: resource.setrlimit(r, v)
-    _drop_capabilities()
-    # without CAP_SYS_ADMIN no process of the program can put another pid on a status report
-    eff = [l for l in Path('/proc/self/status').read_text().splitlines() if l.startswith('CapEff:')]
-    if eff and int(eff[0].split()[1], 16): raise PermissionError(f'capabilities still held: {eff[0]}')
-    if req['landlock']: _landlock([rundir])
-    sys.stdin = open(0, 'r', closefd=False)
-    sys.stdout = open(1, 'w', encoding='utf-8', errors='backslashreplace', closefd=False)
-    sys.stderr = open(2, 'w', encoding='utf-8', errors='backslashreplace', closefd=False)
-    _fresh_signals()  # last, so the program starts from exactly this state
-    os.write(3, b'READY')
-
-# %% ../nbs/21_sandbox.ipynb #c019
-def _supervise(req: dict) -> dict:
-    "Run one program under confinement and return its result record (runs inside a runner process)."
-    rundir = tempfile.mkdtemp(dir=req['rundir'])
-    _libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: orphans of the program come back to us
-    pipes = [os.pipe() for _ in range(2)]
-    st, st_w = _status_channel()
-    token = os.urandom(12).hex()
-    t0 = time.monotonic()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            for r, _ in pipes: os.close(r)
-            st.close()
-            _confine(req, rundir, *(w for _, w in pipes), st_w)
-        except BaseException as e:
-            try: os.write(2, f'sandbox setup failed: {e!r}\n'.encode())
-            finally: os._exit(97)
-        try: _harness(req['program'], req['tests'], 3, token)
-        finally: os._exit(72)  # never fall through into the supervisor's code
-    for _, w in pipes: os.close(w)
-    os.close(st_w)
-    (out_r, _), (err_r, _) = pipes
-    pidfd = os.pidfd_open(pid)
-    bufs = {out_r: bytearray(), err_r: bytearray()}
-    open_fds, status, stop, msgs, st_bytes = set(bufs), None, None, [], 0
-    deadline = t0 + req['wall']
-    while status is None and stop is None:
-        left = deadline - time.monotonic()
-        if left <= 0: stop = 'wall'; break
-        ready, _, _ = select.select([*open_fds, st, pidfd], [], [], left)
-        for fd in ready:
-            if fd is st: st_bytes += _reports(st, msgs)
-            elif fd != pidfd:
-                chunk = os.read(fd, 1 << 16)
-                if not chunk: open_fds.discard(fd); continue
-                bufs[fd] += chunk
-                if len(bufs[fd]) > req['output_limit']: stop = 'output'
-        if st_bytes > 1 << 20: stop = 'output'
-        if pidfd in ready and stop is None:
-            # it has ended but is not reaped: its pid cannot be reused yet and everything it sent is queued
-            st_bytes += _reports(st, msgs)
-            status = os.wait4(pid, 0)
-    seconds = time.monotonic() - t0
-    if status is None:  # stopped by a cap or the backstop: kill it and collect its status before the sweep reaps
-        try: os.kill(pid, signal.SIGKILL)
-        except OSError: pass
-        os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)  # dead, not yet reaped
-        _reports(st, msgs)
-        status = os.wait4(pid, 0)
-    own = [m for p, m in msgs if p == pid]  # read before the reap: no later process can hold this pid
-    _sweep(pid, req.get('cgroup'))
-    os.close(pidfd); st.close()
-    end = time.monotonic() + 2.0  # every holder is dead now: drain what is left
-    while open_fds and time.monotonic() < end:
-        for fd in select.select(list(open_fds), [], [], 0.1)[0]:
-            chunk = os.read(fd, 1 << 16)
-            if not chunk or len(bufs[fd]) > req['output_limit']: open_fds.discard(fd)
-            else: bufs[fd] += chunk
-    for fd in bufs: os.close(fd)
-    shutil.rmtree(rundir, ignore_errors=True)
-    _, wstatus, ru = status
-    cpu = ru.ru_utime + ru.ru_stime
-    res = _decide(own, token, wstatus, cpu, req, stop)
-    keep = req['keep_output']
-    return dict(res, seconds=seconds, cpu=cpu, stdout=bufs[out_r][:keep].decode('utf-8', 'replace'),
-                stderr=bufs[err_r][:keep].decode('utf-8', 'replace'), wall_stop=stop == 'wall')
-
-# %% ../nbs/21_sandbox.ipynb #c021
-def _decide(own: Sequence[str], token: str, wstatus: int, cpu: float, req: dict, stop: str | None) -> dict:
-    "Map the original process's own reports (in order), its exit status and CPU use to its reason and test reasons."
-    n, budget = len(req['tests']), max(1, math.ceil(req['cpu']))
-    prog, tests = None, {}
-    for m in own:
-        parts = m.split(' ')
-        if parts[0] == 'P' and len(parts) == 2 and prog is None: prog = parts[1]
-        elif parts[0] == 'T' and len(parts) == 3 and parts[1].isdigit(): tests.setdefault(int(parts[1]), parts[2])
-    last = own[-1].split(' ') if own else []
-    final = (len(last) >= 3 and last[:2] == ['F', token] and len(last) - 3 == (n if last[2] == 'ok' else 0))
-    if stop == 'output': reason = 'output-limit'
-    elif stop == 'wall': reason = 'timeout'
-    elif own[:1] != ['READY']: return dict(reason='infra', tests=(), infra='program process did not start')
-    elif os.WIFSIGNALED(wstatus):
-        sig = os.WTERMSIG(wstatus)
-        spent = (sig == signal.SIGXCPU and cpu >= 0.5 * budget) or (sig == signal.SIGKILL and cpu >= 0.9 * budget)
-        reason = 'timeout' if spent else 'killed'
-    elif final and os.WEXITSTATUS(wstatus) == 0:
-        prog, tests = last[2], dict(enumerate(last[3:]))
-        reason = prog if prog != 'ok' else next((t for t in last[3:] if t != 'ok'), 'ok')
-    else: reason = 'early-exit'
-    if prog not in (None, 'ok'): trs = (prog,) * n
-    else: trs = tuple(tests.get(i, reason if reason != 'ok' else 'early-exit') for i in range(n))
-    return dict(reason=reason, tests=trs, infra=None)
+_all_ = ['landlock_abi']  # defined in proposal_nb.runner, public here as before
 
 # %% ../nbs/21_sandbox.ipynb #c023
 _PIPE_BUF = 4000
@@ -462,6 +143,18 @@ def _package_parent():
 _SERVER_ENV = {'PATH': '/usr/local/bin:/usr/bin:/bin', 'LANG': 'C.UTF-8', 'PYTHONHASHSEED': '0',
                'OMP_NUM_THREADS': '1', 'OPENBLAS_NUM_THREADS': '1', 'MKL_NUM_THREADS': '1'}  # -I ignores PYTHON* vars: -B below
 
+def _user_tasks() -> int:
+    "Number of tasks (threads) owned by this user now (the base for RLIMIT_NPROC when no cgroup is available)."
+    uid, n = os.getuid(), 0
+    for p in Path('/proc').iterdir():
+        if not p.name.isdigit(): continue
+        try:
+            st = (p / 'status').read_text()
+            if f'\nUid:\t{uid}\t' in st: n += int(st.split('\nThreads:\t', 1)[1].split('\n', 1)[0])
+        except (OSError, IndexError, ValueError): pass
+    return n
+
+# %% ../nbs/21_sandbox.ipynb #c026c
 class Executor:
     "Run programs in confined processes forked from a warm server (or cold interpreters)."
     def __init__(self,
@@ -490,81 +183,90 @@ class Executor:
         self.scratch_mb, self.cache_size = scratch_mb, cache_size
         self.proc, self.isolation, self._n, self._lock = None, None, 0, threading.Lock()
 
-    def start(self):
-        "Start the server (idempotent); raise InfrastructureError when it cannot start."
-        if self.proc is not None and self.proc.poll() is None: return self
-        self.work = tempfile.mkdtemp(prefix='proposal_nb-sandbox-')
-        for d in ('run', 'res'): os.mkdir(os.path.join(self.work, d))
-        try:
-            # -I ignores PYTHONPATH: name this package's folder, import the server, then drop the folder again;
-            # -B: no bytecode written next to the package (nothing is written outside self.work)
-            boot = (f'import sys; sys.path.insert(0, {_package_parent()!r}); from proposal_nb.sandbox import _server_main; '
-                    'sys.path.pop(0); _server_main()')
-            self.proc = subprocess.Popen([self.python, '-I', '-B', '-c', boot],
-                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=_SERVER_ENV,
-                                         cwd=self.work, start_new_session=True)
-        except OSError as e: raise InfrastructureError(f'cannot start the sandbox server with {self.python!r}: {e}') from e
-        self._buf = b''
-        self._send(dict(warm_imports=self.warm_imports if self.warm else (), warm=self.warm, workers=self.workers,
-                        nproc=self.nproc, scratch=os.path.join(self.work, 'run'), scratch_mb=self.scratch_mb,
-                        package=_package_parent(), **self.flags))
-        line = self._line(time.monotonic() + 120)
-        if not line.startswith('READY '): self.close(); raise InfrastructureError(f'sandbox server failed: {line}')
-        self.isolation = json.loads(line[6:])
-        self.nproc_user = _user_tasks() + self.nproc * self.workers
-        return self
-
-    def close(self):
-        "Stop the server and remove its work directory."
-        if self.proc is not None:
-            try: self.proc.stdin.close()
-            except OSError: pass
-            try: self.proc.wait(10)
-            except subprocess.TimeoutExpired: self.proc.kill(); self.proc.wait()
-            self.proc.stdout.close()
-            self.proc = None
-        if getattr(self, 'work', None): shutil.rmtree(self.work, ignore_errors=True)
-
     def __enter__(self): return self.start()
     def __exit__(self, *exc): self.close()
     def __del__(self):
         try: self.close()
         except Exception: pass
 
-    def _send(self, obj, prefix: str = ''):
-        try: self.proc.stdin.write((prefix + json.dumps(obj) + '\n').encode()); self.proc.stdin.flush()
-        except OSError as e: raise InfrastructureError(f'sandbox server is gone: {e}') from e
-
-    def _line(self, deadline: float) -> str:
-        "Next line from the server, or InfrastructureError at EOF or after `deadline`."
-        fd = self.proc.stdout.fileno()
-        while b'\n' not in self._buf:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
-                raise InfrastructureError('sandbox server stopped answering')
-            chunk = os.read(fd, 1 << 16)
-            if not chunk: raise InfrastructureError(f'sandbox server died (exit status {self.proc.poll()})')
-            self._buf += chunk
-        line, self._buf = self._buf.split(b'\n', 1)
-        return line.decode()
-
     def key(self, program: str, tests: Sequence[str] = ()) -> str:
         "Cache key of a program with its tests under this executor's limits."
         h = hashlib.sha256(json.dumps([program, list(tests), self.cpu, self.memory_mb, self.output_limit, self.nproc]).encode())
         return h.hexdigest()
 
-# %% ../nbs/21_sandbox.ipynb #c027
-def _user_tasks() -> int:
-    "Number of tasks (threads) owned by this user now (the base for RLIMIT_NPROC when no cgroup is available)."
-    uid, n = os.getuid(), 0
-    for p in Path('/proc').iterdir():
-        if not p.name.isdigit(): continue
-        try:
-            st = (p / 'status').read_text()
-            if f'\nUid:\t{uid}\t' in st: n += int(st.split('\nThreads:\t', 1)[1].split('\n', 1)[0])
-        except (OSError, IndexError, ValueError): pass
-    return n
+# %% ../nbs/21_sandbox.ipynb #c026e
+def _start(self: Executor) -> Executor:
+    "Start the server (idempotent); raise InfrastructureError when it cannot start."
+    if self.proc is not None and self.proc.poll() is None: return self
+    self.work = tempfile.mkdtemp(prefix='proposal_nb-sandbox-')
+    for d in ('run', 'res'): os.mkdir(os.path.join(self.work, d))
+    try:
+        # -I ignores PYTHONPATH: name this package's folder, import the server, then drop the folder again;
+        # -B: no bytecode written next to the package (nothing is written outside self.work)
+        boot = (f'import sys; sys.path.insert(0, {_package_parent()!r}); from proposal_nb.sandbox import _server_main; '
+                'sys.path.pop(0); _server_main()')
+        self.proc = subprocess.Popen([self.python, '-I', '-B', '-c', boot],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=_SERVER_ENV,
+                                     cwd=self.work, start_new_session=True)
+    except OSError as e: raise InfrastructureError(f'cannot start the sandbox server with {self.python!r}: {e}') from e
+    self._buf = b''
+    self._send(dict(warm_imports=self.warm_imports if self.warm else (), warm=self.warm, workers=self.workers,
+                    nproc=self.nproc, scratch=os.path.join(self.work, 'run'), scratch_mb=self.scratch_mb,
+                    package=_package_parent(), **self.flags))
+    line = self._line(time.monotonic() + 120)
+    if not line.startswith('READY '): self.close(); raise InfrastructureError(f'sandbox server failed: {line}')
+    self.isolation = json.loads(line[6:])
+    self.nproc_user = _user_tasks() + self.nproc * self.workers
+    return self
 
+def _close(self: Executor):
+    "Stop the server and remove its work directory."
+    if self.proc is not None:
+        try: self.proc.stdin.close()
+        except OSError: pass
+        try: self.proc.wait(10)
+        except subprocess.TimeoutExpired: self.proc.kill(); self.proc.wait()
+        self.proc.stdout.close()
+        self.proc = None
+    if getattr(self, 'work', None): shutil.rmtree(self.work, ignore_errors=True)
+
+Executor.start, Executor.close = _start, _close
+
+# %% ../nbs/21_sandbox.ipynb #c026g
+def _send(self: Executor, obj, prefix: str = ''):
+    try: self.proc.stdin.write((prefix + json.dumps(obj) + '\n').encode()); self.proc.stdin.flush()
+    except OSError as e: raise InfrastructureError(f'sandbox server is gone: {e}') from e
+
+def _line(self: Executor, deadline: float) -> str:
+    "Next line from the server, or InfrastructureError at EOF or after `deadline`."
+    fd = self.proc.stdout.fileno()
+    while b'\n' not in self._buf:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            raise InfrastructureError('sandbox server stopped answering')
+        chunk = os.read(fd, 1 << 16)
+        if not chunk: raise InfrastructureError(f'sandbox server died (exit status {self.proc.poll()})')
+        self._buf += chunk
+    line, self._buf = self._buf.split(b'\n', 1)
+    return line.decode()
+
+Executor._send, Executor._line = _send, _line
+
+# %% ../nbs/21_sandbox.ipynb #c026i
+def _next_result(self: Executor, inflight: dict) -> tuple[str, dict]:
+    "The next result record from the server, with its request id (one of `inflight`)."
+    line = self._line(time.monotonic() + self.wall + 60)
+    kind, rid, rest = (line.split(' ', 2) + [''])[:3]
+    if kind == 'D': raise InfrastructureError(f'a sandbox worker died (request {rid}): {rest}')
+    if kind not in ('J', 'R') or rid not in inflight: raise InfrastructureError(f'unexpected line from the sandbox server: {line[:200]!r}')
+    if kind == 'J': res = json.loads(rest)
+    else:
+        p = Path(self.work, 'res', f'{rid}.json')
+        res = json.loads(p.read_text()); p.unlink()
+    if res.get('infra'): raise InfrastructureError(f'sandbox fault on request {rid}: {res["infra"]}')
+    return rid, res
+
+# %% ../nbs/21_sandbox.ipynb #c027
 def _run(self: Executor, programs: Sequence[str], tests: Sequence[Sequence[str]] | None = None,
          progress: bool = False) -> list[Verdict]:
     "Run each program (then its tests) in the sandbox; verdicts aligned with `programs`."
@@ -592,16 +294,8 @@ def _run_batch(self, programs, tests, progress):
                             wall=self.wall, output_limit=self.output_limit, keep_output=self.keep_output,
                             fsize=self.fsize, nproc_user=self.nproc_user, resdir=os.path.join(self.work, 'res')),
                        prefix=f'{slot} {rid} ')
-        line = self._line(time.monotonic() + self.wall + 60)
-        kind, rid, rest = (line.split(' ', 2) + [''])[:3]
-        if kind == 'D': raise InfrastructureError(f'a sandbox worker died (request {rid}): {rest}')
-        if kind not in ('J', 'R') or rid not in inflight: raise InfrastructureError(f'unexpected line from the sandbox server: {line[:200]!r}')
+        rid, res = _next_result(self, inflight)
         k, slot = inflight.pop(rid); free.append(slot)
-        if kind == 'J': res = json.loads(rest)
-        else:
-            p = Path(self.work, 'res', f'{rid}.json')
-            res = json.loads(p.read_text()); p.unlink()
-        if res.get('infra'): raise InfrastructureError(f'sandbox fault on request {rid}: {res["infra"]}')
         walls.append(res['wall_stop'])
         done[k] = Verdict(res['reason'] == 'ok', res['reason'], res['seconds'], res['stdout'], res['stderr'],
                           tuple(res['tests']), res['cpu'])

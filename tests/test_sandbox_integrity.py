@@ -34,10 +34,11 @@ REBINDING = [
     ('builtins_type', 'import builtins\nbuiltins.type = lambda *a: None\nraise ValueError("x")', (), 'exception:ValueError'),
     ('builtins_range_skips_tests', 'import builtins\nbuiltins.range = lambda *a: []', ('assert False',), 'assertion'),
     ('builtins_exec_compile', 'import builtins\nbuiltins.exec = builtins.compile = lambda *a, **k: None', ('1 / 0',), 'exception:ZeroDivisionError'),
-    # the harness's own functions, reached through its module (importable from a program in the warm server)
-    ('patch_harness_module', 'import sys\nm = sys.modules["proposal_nb.sandbox"]\n'
-                             'for f in vars(m).values():\n'
-                             '    if callable(f) and hasattr(f, "__code__"): f.__code__ = (lambda *a, **k: "ok").__code__',
+    # the harness's own functions, reached through its modules (importable from a program in the warm server; the
+    # harness lives in proposal_nb.runner since the sandbox was split in two)
+    ('patch_harness_module', 'import sys\nfor n in ("proposal_nb.runner", "proposal_nb.sandbox"):\n'
+                             '    for f in vars(sys.modules[n]).values():\n'
+                             '        if callable(f) and hasattr(f, "__code__"): f.__code__ = (lambda *a, **k: "ok").__code__',
      ('assert False',), 'assertion'),
     # what the rule tolerates stays tolerated; a look-alike does not
     ('assert_after_rebinding', 'import builtins\nbuiltins.AssertionError = Exception\nassert 1 == 2', (), 'assertion'),
