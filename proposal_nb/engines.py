@@ -9,6 +9,7 @@ from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
+from tqdm.auto import tqdm
 from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 
 from .densities import DecodingConfig
@@ -251,14 +252,16 @@ class Draws(NamedTuple):
 
 @torch.no_grad()
 def _draw(self:FastSampler, prompts:Sequence[Sequence[int]], # token ids of each prompt
-         n:int, # draws per prompt (rows = len(prompts)·n ≤ batch)
+         n:int|Sequence[int], # draws per prompt, or one count per prompt (rows = their sum ≤ batch)
          new_tokens:int, # completion cap
-         keys:torch.Tensor, # [len(prompts)·n] int64 row keys
+         keys:torch.Tensor, # [rows] int64 row keys, prompt-major
          temperature:float=1.0, # sampling temperature (no truncation)
          check_every:int=16, # decode steps between checks whether every row stopped (a host sync)
         )->Draws:
     "Draw `n` completions of each prompt; row r's draw depends only on its prompt, its key and the weights."
-    R = len(prompts) * n
+    counts = [n] * len(prompts) if isinstance(n, int) else [int(c) for c in n]
+    if len(counts) != len(prompts) or min(counts, default=0) < 1: raise ValueError(f"need one draw count ≥ 1 per prompt, got {n} for {len(prompts)} prompts")
+    R = sum(counts)
     if R < 1 or R > self.B: raise ValueError(f"{len(prompts)} prompts × {n} draws = {R} rows; this sampler holds 1..{self.B}")
     keys = torch.as_tensor(keys, dtype=torch.long).reshape(-1)
     if len(keys) != R: raise ValueError(f"keys has {len(keys)} entries for {R} rows")
@@ -274,7 +277,7 @@ def _draw(self:FastSampler, prompts:Sequence[Sequence[int]], # token ids of each
     self.h.copy_(h.to(dev))
     first = torch.zeros(self.B, self.vocab, device=dev, dtype=torch.float32)
     for j, p in enumerate(prompts):
-        rows = slice(j * n, (j + 1) * n)
+        rows = slice(sum(counts[:j]), sum(counts[:j + 1]))
         first[rows] = self._prefill(torch.as_tensor(p, dtype=torch.long, device=dev), rows, end - len(p))
         self.start[rows] = end - len(p); self.plen[rows] = len(p)
     self.start[R:] = end                                          # idle rows attend to their own tokens only
@@ -323,17 +326,18 @@ FastSampler.sample = _sample
 # %% ../nbs/25a_engines.ipynb #c028
 ENGINES = ("auto", "fast", "vllm", "hf")
 
-def _generations(tok, prompts, n, d:Draws, eos, piece, fence)->list[list[Generation]]:
-    "Draws → Generations, with the stop reason (and `stop_point` agreeing with the device's stop)."
+def _generations(tok, prompts, counts, d:Draws, eos, piece, fence)->list[list[Generation]]:
+    "Draws → Generations per prompt, with the stop reason (and `stop_point` agreeing with the device's stop)."
     out, toks, lps, lens = [], d.tokens.tolist(), d.logprobs.tolist(), d.lengths.tolist()
-    for j, p in enumerate(prompts):
+    first = 0
+    for p, c in zip(prompts, counts):
         row = []
-        for r in range(j * n, (j + 1) * n):
+        for r in range(first, first + c):
             ids = toks[r][:lens[r]]
             k, why = stop_point(ids, eos, piece, fence)
             if k != len(ids): raise RuntimeError(f"fast sampler row {r} stopped after {len(ids)} tokens, stop_point says {k}")
             row.append(Generation(list(p), ids, tok.decode(ids, skip_special_tokens=True), lps[r][:lens[r]], why))
-        out.append(row)
+        out.append(row); first += c
     return out
 
 class FastEngine:
@@ -359,15 +363,18 @@ class FastEngine:
                                    stop=stop_rule(tokenizer, self.eos, V, stop_at_fence, dev))
         self.sampler.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
 
-    def generate(self, prompt_ids:Sequence[Sequence[int]], n:int, keys:torch.Tensor)->list[list[Generation]]:
-        "n keyed draws for each prompt (several sampler calls when the rows do not fit one)."
-        per = max(1, self.sampler.B // n)
+    def generate(self, prompt_ids:Sequence[Sequence[int]], n:int, keys:torch.Tensor, progress:bool=False)->list[list[Generation]]:
+        "n keyed draws for each prompt, in sampler calls of up to `rows` rows (a prompt's draws may span calls)."
         keys = torch.as_tensor(keys, dtype=torch.long).reshape(-1)
-        out = []
-        for s in range(0, len(prompt_ids), per):
-            ps = [list(p) for p in prompt_ids[s:s + per]]
-            d = self.sampler.draw(ps, n, self.max_new_tokens, keys[s * n:(s + len(ps)) * n])
-            out += _generations(self.tok, ps, n, d, self.eos, self.piece, self.fence)
+        owner = [j for j in range(len(prompt_ids)) for _ in range(n)]
+        out = [[] for _ in prompt_ids]
+        for s in tqdm(range(0, len(owner), self.sampler.B), disable=not progress, desc="generate (fast)"):
+            chunk = owner[s:s + self.sampler.B]
+            js = list(dict.fromkeys(chunk))                       # the prompts of this call, in order
+            counts = [chunk.count(j) for j in js]
+            ps = [list(prompt_ids[j]) for j in js]
+            d = self.sampler.draw(ps, counts, self.max_new_tokens, keys[s:s + len(chunk)])
+            for j, gs in zip(js, _generations(self.tok, ps, counts, d, self.eos, self.piece, self.fence)): out[j] += gs
         return out
 
     def refresh(self): self.sampler.refresh()
@@ -379,8 +386,8 @@ class HFEngine:
     def __init__(self, model, tokenizer, max_new_tokens:int=400, stop_at_fence:bool=True, batch_size:int=32,
                  config:DecodingConfig=DecodingConfig(), nucleus_of:DecodingConfig|None=None):
         self.gen = HFGenerator(model, tokenizer, config, max_new_tokens, stop_at_fence, batch_size, nucleus_of)
-    def generate(self, prompt_ids, n:int, keys:torch.Tensor)->list[list[Generation]]:
-        return self.gen.generate_ids(prompt_ids, n, keys=keys)
+    def generate(self, prompt_ids, n:int, keys:torch.Tensor, progress:bool=False)->list[list[Generation]]:
+        return self.gen.generate_ids(prompt_ids, n, keys=keys, progress=progress)
     def refresh(self): pass
 
 # %% ../nbs/25a_engines.ipynb #c030
@@ -407,10 +414,10 @@ class VLLMEngine:
         "Save the current adapter; the next call serves it."
         if not hasattr(self.model, "peft_config"): return
         self.model.save_pretrained(self.dir); self.adapter = self.dir / "default" if (self.dir / "default").exists() else self.dir
-    def generate(self, prompt_ids, n:int, keys:torch.Tensor|None=None)->list[list[Generation]]:
+    def generate(self, prompt_ids, n:int, keys:torch.Tensor|None=None, progress:bool=False)->list[list[Generation]]:
         "n draws per prompt from the engine (its own seed: keys are not used)."
         texts = [self.tok.decode(p) for p in prompt_ids]
-        res = self.gen.generate(texts, n, adapter=self.adapter)
+        res = self.gen.generate(texts, n, adapter=self.adapter, progress=progress)
         for p, row in zip(prompt_ids, res):
             for g in row:
                 if list(g.prompt_ids) != list(p): raise RuntimeError("vLLM re-tokenised a prompt differently: its draws would be scored on other tokens")

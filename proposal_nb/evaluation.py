@@ -11,11 +11,12 @@ import pandas as pd
 from scipy.special import gammaln
 
 # %% auto #0
-__all__ = ['DRAW_COLUMNS', 'TAG_COLUMNS', 'BASE_COLUMNS', 'validate_draws', 'load_draws', 'DrawArrays', 'draw_arrays', 'snis_run',
-           'pass_at_k', 'metric_names', 'prompt_metrics', 'distinct_share', 'bootstrap_counts', 'bootstrap_means',
-           'percentile_ci', 'Evaluation', 'evaluate', 'prompt_rates', 'Skyline', 'skyline', 'SyntheticSpec',
-           'sample_prompt_rates', 'proposal_validity', 'ess_table', 'synthetic_truth', 'Synthetic', 'synthetic_arrays',
-           'synthetic_draws', 'population_truth', 'coverage_check', 'bench_evaluation', 'plot_metrics', 'plot_paired']
+__all__ = ['DRAW_COLUMNS', 'TAG_COLUMNS', 'SD_EFFECT', 'BASE_COLUMNS', 'validate_draws', 'load_draws', 'DrawArrays',
+           'draw_arrays', 'snis_run', 'pass_at_k', 'metric_names', 'prompt_metrics', 'distinct_share',
+           'bootstrap_counts', 'bootstrap_means', 'percentile_ci', 'paired_halfwidth', 'plan_draws', 'Evaluation',
+           'evaluate', 'prompt_rates', 'Skyline', 'skyline', 'SyntheticSpec', 'sample_prompt_rates',
+           'proposal_validity', 'ess_table', 'synthetic_truth', 'Synthetic', 'synthetic_arrays', 'synthetic_draws',
+           'population_truth', 'coverage_check', 'bench_evaluation', 'plot_metrics', 'plot_paired']
 
 # %% ../nbs/30_evaluation.ipynb #c005
 DRAW_COLUMNS = {  # name: (kind, meaning) of every required column of a draw table
@@ -223,6 +224,27 @@ def percentile_ci(boot:np.ndarray, # [..., B, F] bootstrap statistics
     a = (1 - level) / 2
     lo, hi = np.quantile(boot, [a, 1 - a], axis=-2)
     return lo, hi
+
+# %% ../nbs/30_evaluation.ipynb #c033b
+SD_EFFECT = 0.07   # planning spread of the true per-prompt validity effect (the published H200 evaluation)
+
+def paired_halfwidth(n_prompts:int, # held-out prompts
+                     draws:int, # K = R·M draws per arm per prompt
+                     sd_effect:float=SD_EFFECT, # σ_h
+                     p_var:float=0.25, # v(1−v) per arm (0.25: the worst case)
+                     z:float=1.959964, # normal quantile (95%)
+                    )->float:
+    "Planned 95% half-width of the mean paired per-prompt difference in validity."
+    if n_prompts < 1 or draws < 1: raise ValueError(f"need ≥ 1 prompt and ≥ 1 draw, got n_prompts={n_prompts}, draws={draws}")
+    return z * math.sqrt((sd_effect ** 2 + 2 * p_var / draws) / n_prompts)
+
+def plan_draws(target:float, # wanted half-width
+               n_prompts:int, sd_effect:float=SD_EFFECT, p_var:float=0.25, z:float=1.959964,
+              )->int|None: # the fewest K reaching `target`; None when no K can
+    "Draws per arm per prompt for a planned paired half-width ≤ target."
+    room = (target / z) ** 2 * n_prompts - sd_effect ** 2
+    if room <= 0: return None
+    return max(1, math.ceil(2 * p_var / room - 1e-12))
 
 # %% ../nbs/30_evaluation.ipynb #c035
 class Evaluation(NamedTuple):

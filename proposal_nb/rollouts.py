@@ -12,12 +12,13 @@ import pandas as pd
 import torch
 from .tasks import Task, extract_program
 from .models import chat_prompt
-from .generation import HFGenerator
+from .generation import row_keys
+from .engines import make_engine
 from .densities import completion_logprobs, score_pq
 
 # %% auto #0
-__all__ = ['Potential', 'prompt_texts', 'text_hash', 'grade', 'base_rollouts', 'load_adapter_state', 'adapter_state',
-           'evaluation_draws', 'prior_table', 'load_task_source', 'load_adapter_folder']
+__all__ = ['Potential', 'prompt_texts', 'text_hash', 'grade', 'keyed_generations', 'base_rollouts', 'load_adapter_state',
+           'adapter_state', 'evaluation_draws', 'prior_table', 'load_task_source', 'load_adapter_folder']
 
 # %% ../nbs/26_rollouts.ipynb #c005
 Potential = Callable[[Sequence[Task], Sequence[str]], np.ndarray]
@@ -42,6 +43,23 @@ def grade(potentials:Mapping[str, Potential], # name -> potential
         out[name] = r
     return out
 
+# %% ../nbs/26_rollouts.ipynb #c007b
+def keyed_generations(model, tokenizer, # the model (a PeftModel is sampled with its adapter unless adapter=False)
+                      tasks:Sequence[Task], n:int, # prompts and draws per prompt
+                      seed:int, purpose:str, # key labels: the same (seed, purpose) gives the same keys
+                      engine:str="auto", max_new_tokens:int=400, batch_size:int=32,
+                      adapter:bool=True, # False: sample the base model (adapter off)
+                      progress:bool=False)->list[list]:
+    "n draws per task through an engine, draw k of task t keyed by (seed, purpose, t.id, k)."
+    ids = [tokenizer(t, add_special_tokens=False).input_ids for t in prompt_texts(tokenizer, tasks)]
+    keys = torch.tensor([row_keys(seed, purpose, t.id, k) for t in tasks for k in range(n)], dtype=torch.long)
+    eng = make_engine(engine, model, tokenizer, rows=max(1, min(batch_size, len(keys))), max_prompt_len=max(map(len, ids)),
+                      max_new_tokens=max_new_tokens, batch_size=batch_size)
+    off = not adapter and hasattr(model, "disable_adapter")
+    with model.disable_adapter() if off else contextlib.nullcontext():
+        eng.refresh()                                             # the sampler follows the adapter as it is now (on or off)
+        return eng.generate(ids, n, keys, progress=progress)
+
 # %% ../nbs/26_rollouts.ipynb #c008
 def base_rollouts(model, tokenizer, # the base model (a PeftModel is sampled with its adapter off)
                   tasks:Sequence[Task], # prompts
@@ -50,13 +68,12 @@ def base_rollouts(model, tokenizer, # the base model (a PeftModel is sampled wit
                   valid:str, # which potential fills `valid`
                   correct:str|None=None, # which potential fills `correct` (None: zeros)
                   seed:int=0, max_new_tokens:int=400, batch_size:int=32, progress:bool=True,
+                  engine:str="auto", # sampling engine (engines.ENGINES)
                  )->pd.DataFrame:
     "N base draws per task, graded by every potential: one row per (prompt, draw)."
     if valid not in potentials: raise ValueError(f"valid={valid!r} is not among the potentials {list(potentials)}")
     if correct is not None and correct not in potentials: raise ValueError(f"correct={correct!r} is not among the potentials {list(potentials)}")
-    gen = HFGenerator(model, tokenizer, max_new_tokens=max_new_tokens, batch_size=batch_size)
-    ctx = model.disable_adapter() if hasattr(model, "disable_adapter") else contextlib.nullcontext()
-    with ctx: draws = gen.generate(prompt_texts(tokenizer, tasks), n, seed=seed, progress=progress)
+    draws = keyed_generations(model, tokenizer, tasks, n, seed, "rollouts", engine, max_new_tokens, batch_size, adapter=False, progress=progress)
     flat_t = [t for t, d in zip(tasks, draws) for _ in d]
     flat_g = [g for d in draws for g in d]
     texts = [g.text for g in flat_g]
@@ -93,20 +110,21 @@ def evaluation_draws(model, tokenizer, # a PeftModel (its adapter is replaced by
                      valid:Potential, correct:Potential, # the checker and the hidden tests
                      seed:int=0, max_new_tokens:int=400, batch_size:int=32, progress:bool=True,
                      keep_tokens:bool=False, # add prompt_ids / token_ids columns (to re-score the draws later)
+                     engine:str="auto", # sampling engine (engines.ENGINES); every arm gets the same keys
                     )->pd.DataFrame:
     "R×M draws per task from one checkpoint with validity, correctness and both densities: DRAW_COLUMNS rows."
-    P = prompt_texts(tokenizer, tasks)
-    gen = HFGenerator(model, tokenizer, max_new_tokens=max_new_tokens, batch_size=batch_size)
+    draw = lambda adapter: keyed_generations(model, tokenizer, tasks, R * M, seed, "eval", engine, max_new_tokens, batch_size,
+                                             adapter=adapter, progress=progress)
     if state is None:
+        draws = draw(False)
+        flat = [g for d in draws for g in d]
         with model.disable_adapter():
-            draws = gen.generate(P, R * M, seed=seed, progress=progress)
-            flat = [g for d in draws for g in d]
             with torch.no_grad():
                 logp = completion_logprobs(model, [g.prompt_ids for g in flat], [g.token_ids for g in flat], batch_size=8)
         logq = logp
     else:
         load_adapter_state(model, state)
-        draws = gen.generate(P, R * M, seed=seed, progress=progress)
+        draws = draw(True)
         flat = [g for d in draws for g in d]
         with torch.no_grad():
             logq, logp = score_pq(model, [g.prompt_ids for g in flat], [g.token_ids for g in flat], batch_size=8)
