@@ -26,10 +26,11 @@ def ours(train, potential, a):
     peft = add_lora(lm, r=8, alpha=16)
     cfg = online_config(engine=a.engine, M=a.M, prompts_per_step=1, steps=a.steps + 1, lr=1e-5, max_new_tokens=a.max_new,
                         checkpoint_every=10**6, seed=42)
-    run = OnlineRun(peft, tok, train, potential, cfg, tempfile.mkdtemp(), resume=False)
+    run = OnlineRun(peft, tok, train, potential, cfg, tempfile.mkdtemp(), resume=False, base_path=embedded_model_path())
     log = run.train(progress=True).iloc[1:]
     secs = log[["t_generation", "t_potential", "t_scoring", "t_update"]].sum(1)
-    return dict(engine=run.engine.name, step_s=secs.tolist(), tokens=log.n_tokens.tolist(),
+    phases = {k.removeprefix("t_"): float(log[k].sum() / log.n_samples.sum()) for k in ("t_generation", "t_potential", "t_scoring", "t_update")}
+    return dict(engine=run.engine.name, step_s=secs.tolist(), tokens=log.n_tokens.tolist(), per_phase_s=phases,
                 per_sample_s=float(secs.sum() / log.n_samples.sum()), per_token_s=float(secs.sum() / log.n_tokens.sum()),
                 mean_length=float(log.mean_length.mean()), validity=float(log.validity.mean()))
 
