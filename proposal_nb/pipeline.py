@@ -70,7 +70,7 @@ def publish_gpu_benchmark(results, source=RUNS / "bench_gpu_results.json")->Path
     return out
 
 # %% ../nbs/39_pipeline.ipynb #c009b
-def publish_runs(results, source=RUNS / "published")->list[Path]:
+def publish_runs(results, source=REPO / "published")->list[Path]:
     "Copy every committed run folder (one holding a config.json) from `source` into `results/`; return the folders written."
     out = []
     for run in sorted(Path(source).glob("*/config.json")):
@@ -153,7 +153,7 @@ def run_pipeline(results="results", # folder that receives one subfolder per ste
 
 def build_results_site(results)->float:
     "Build the static results site into results/site/ (index.html) and, when Chromium is installed, check every page in it (screenshots in results/site_check/); returns seconds."
-    from proposal_nb.site import build_site, verify_site, find_chromium
+    from proposal_nb.site.build import build_site, verify_site, find_chromium
     t0 = time.time()
     pages = build_site(results, Path(results) / "site")
     print(f"[proposal_nb] step site: {len(pages)} pages → {pages[0]}", flush=True)

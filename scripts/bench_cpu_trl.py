@@ -12,12 +12,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from proposal_nb.models import add_lora, chat_prompt, embedded_model_path, load_model
-from proposal_nb.potentials import make_potential
-from proposal_nb.rollouts import load_task_source
-from proposal_nb.sandbox import Executor
-from proposal_nb.tasks import split_tasks
-from proposal_nb.training import OnlineRun, online_config, step_prompts
+from proposal_nb.lm.models import add_lora, chat_prompt, embedded_model_path, load_model
+from proposal_nb.programs.potentials import make_potential
+from proposal_nb.lm.rollouts import load_task_source
+from proposal_nb.programs.sandbox import Executor
+from proposal_nb.programs.tasks import split_tasks
+from proposal_nb.lm.training import OnlineRun, online_config, step_prompts
 
 
 def ours(train, potential, a):

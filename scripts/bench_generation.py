@@ -20,9 +20,9 @@ def main():
     ap.add_argument("--no-vllm", action="store_true"); ap.add_argument("--out", default="results/bench_generation.json")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
-    from proposal_nb.models import embedded_model_path, load_model, add_lora, chat_prompt
-    from proposal_nb.densities import DecodingConfig, score_pq
-    from proposal_nb.generation import HFGenerator, stop_point
+    from proposal_nb.lm.models import embedded_model_path, load_model, add_lora, chat_prompt
+    from proposal_nb.lm.densities import DecodingConfig, score_pq
+    from proposal_nb.lm.generation import HFGenerator, stop_point
     path = embedded_model_path()
     model, tok = load_model(path, dtype="float32", device="cpu")
     prompts = [chat_prompt(tok, t) for t in TASKS]
@@ -56,7 +56,7 @@ def main():
     res["score_pq_card_prior_nograd"] = dict(tokens=ntok, secs=dt, tok_s=ntok / dt)
     pm = pm.unload(); del pm
     if not a.no_vllm:
-        from proposal_nb.generation import VLLMGenerator
+        from proposal_nb.lm.generation import VLLMGenerator
         t = time.time()
         v = VLLMGenerator(path, cfg, max_new_tokens=M, stop_at_fence=False, seed=0, max_num_seqs=32, max_model_len=1024)
         res["vllm_start_s"] = time.time() - t

@@ -214,7 +214,7 @@ def sample(n: int, seed: int) -> list[Spec]:
 
 def grade(items: list[Spec], workers: int, warm_imports=('numpy',)):
     "Verdicts of the programs and the seconds the batch took."
-    from proposal_nb.sandbox import Executor
+    from proposal_nb.programs.sandbox import Executor
     with Executor(cpu_seconds=2, wall_seconds=60, memory_mb=1024, workers=workers, output_limit=LIMIT,
                   warm_imports=warm_imports, cache=False, guard=10 ** 9) as ex:
         t0 = time.perf_counter()

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import torch
 
-from proposal_nb.models import add_lora, embedded_model_path, load_model
-from proposal_nb.potentials import make_potential
-from proposal_nb.rollouts import load_task_source
-from proposal_nb.sandbox import Executor
-from proposal_nb.tasks import split_tasks
-from proposal_nb.training import OnlineRun, online_config
+from proposal_nb.lm.models import add_lora, embedded_model_path, load_model
+from proposal_nb.programs.potentials import make_potential
+from proposal_nb.lm.rollouts import load_task_source
+from proposal_nb.programs.sandbox import Executor
+from proposal_nb.programs.tasks import split_tasks
+from proposal_nb.lm.training import OnlineRun, online_config
 
 PHASES = ("t_generation", "t_potential", "t_scoring", "t_update")
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Benchmark of proposal_nb.sandbox: per-program cost of a naive `python -c` subprocess vs the executor (warm fork
+"""Benchmark of proposal_nb.programs.sandbox: per-program cost of a naive `python -c` subprocess vs the executor (warm fork
 server and cold interpreters) for (a) trivial programs and (b) programs importing numpy and pandas, the throughput
 of the warm executor at concurrency 1 and 2, and a check that all paths give identical verdicts.
 
@@ -7,7 +7,7 @@ Usage: .venv/bin/python scripts/bench_sandbox.py [--trivial 40] [--heavy 20] [--
 import argparse, json, os, subprocess, sys, time
 from pathlib import Path
 
-from proposal_nb.sandbox import Executor
+from proposal_nb.programs.sandbox import Executor
 
 TRIVIAL = 'xs = [i * i for i in range({i} + 100)]\nprint(sum(xs) % 97)\n'
 HEAVY = '''import numpy as np

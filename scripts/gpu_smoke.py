@@ -10,9 +10,9 @@ from pathlib import Path
 
 import torch
 
-from proposal_nb.models import embedded_model_path, load_model, add_lora, chat_prompt
-from proposal_nb.densities import DecodingConfig, completion_logprobs, score_pq
-from proposal_nb.generation import HFGenerator, check_exact_weights
+from proposal_nb.lm.models import embedded_model_path, load_model, add_lora, chat_prompt
+from proposal_nb.lm.densities import DecodingConfig, completion_logprobs, score_pq
+from proposal_nb.lm.generation import HFGenerator, check_exact_weights
 
 TASKS = ["Write a Python function `add(a, b)` that returns the sum of a and b.",
          "Write a Python function `is_even(n)` that returns True when n is even.",

@@ -6,9 +6,9 @@ import sys
 import numpy as np
 import torch
 
-from proposal_nb.models import add_lora, tiny_model
-from proposal_nb.tasks import Task
-from proposal_nb.training import online_config, OnlineRun
+from proposal_nb.lm.models import add_lora, tiny_model
+from proposal_nb.programs.tasks import Task
+from proposal_nb.lm.training import online_config, OnlineRun
 
 
 def has_a(tasks, completions):
@@ -24,7 +24,7 @@ def main(run_dir, estimator="iguana", steps=4):
     cfg = online_config(estimator=estimator, M=4, prompts_per_step=2, steps=int(steps), lr=3e-3, max_new_tokens=8, checkpoint_every=2,
                         engine=os.environ.get("ENGINE", "auto"))
     if "WORLD_SIZE" in os.environ:
-        from proposal_nb.distributed import DistributedOnlineRun, init_from_env
+        from proposal_nb.lm.distributed import DistributedOnlineRun, init_from_env
         init_from_env()
         DistributedOnlineRun(model, tok, tasks, has_a, cfg, run_dir).train(progress=False)
         torch.distributed.destroy_process_group()

@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from proposal_nb import batching as bt
+from proposal_nb.estimators import batching as bt
 
-PUBLISHED = Path(__file__).resolve().parents[1] / "nbs/runs/published"
+PUBLISHED = Path(__file__).resolve().parents[1] / "published"
 
 
 def _tables(seed=0, n=40):
@@ -41,7 +41,7 @@ def test_spread_never_pads_more_than_the_floor_at_tau_zero_nor_misses_the_ceilin
         assert pts.distinct.max() <= bt.distinct_ceiling(P, B) + 1e-12
 
 
-@pytest.mark.filterwarnings("ignore::proposal_nb.batching.BatchingWarning")
+@pytest.mark.filterwarnings("ignore::proposal_nb.estimators.batching.BatchingWarning")
 def test_default_is_deterministic_under_a_seed():
     """Resuming an offline run rebuilds the epoch's batches from (seed, epoch): they must come out identical."""
     L, P = bt.synthetic_lengths(np.random.default_rng(5), n_prompts=80)
@@ -50,7 +50,7 @@ def test_default_is_deterministic_under_a_seed():
     assert len(a) == len(b) and all(np.array_equal(x, y) for x, y in zip(a, b))
 
 
-@pytest.mark.filterwarnings("ignore::proposal_nb.batching.BatchingWarning")
+@pytest.mark.filterwarnings("ignore::proposal_nb.estimators.batching.BatchingWarning")
 def test_float_lengths_and_string_ids():
     L = np.array([3.5, 2.0, 7.25, 7.25, 1.0, 4.0])
     P = np.array(["x/1", "x/2", "x/1", "x/3", "x/2", "x/3"])

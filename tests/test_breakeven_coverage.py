@@ -1,7 +1,7 @@
 """Coverage of break-even's prompt-bootstrap CI on synthetic runs whose truth is known (see nbs/33_breakeven)."""
 import numpy as np
 
-from proposal_nb.breakeven import (breakeven, per_sample_costs, population_breakeven, synthetic_breakeven_inputs,
+from proposal_nb.analysis.breakeven import (breakeven, per_sample_costs, population_breakeven, synthetic_breakeven_inputs,
                                    training_bill)
 
 

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 from papermill.exceptions import PapermillExecutionError
 
-from proposal_nb.breakeven import Costs, synthetic_breakeven_inputs
+from proposal_nb.analysis.breakeven import Costs, synthetic_breakeven_inputs
 from proposal_nb.pipeline import REPO, run_notebook
 
 

@@ -4,7 +4,7 @@ import math
 import numpy as np
 from scipy.stats import norm
 
-from proposal_nb.calibration import auc_delong, wilson_ci
+from proposal_nb.analysis.calibration import auc_delong, wilson_ci
 
 
 def test_auc_equals_pair_count_with_ties():

@@ -1,8 +1,8 @@
 """A grading fault stops the calibration run; it never grades zeros (nbs/34_calibration)."""
 import pytest
 
-from proposal_nb.calibration import grade_programs
-from proposal_nb.sandbox import InfrastructureError, Verdict
+from proposal_nb.analysis.calibration import grade_programs
+from proposal_nb.programs.sandbox import InfrastructureError, Verdict
 
 
 class _ShortExecutor:
@@ -27,7 +27,7 @@ def test_dead_sandbox_propagates():
 
 
 def test_real_sandbox_grades_visible_and_hidden_separately():
-    from proposal_nb.sandbox import Executor
+    from proposal_nb.programs.sandbox import Executor
     with Executor(workers=1, warm_imports=()) as ex:
         g, = grade_programs(ex, ["def f(x):\n    return 2 * x\n"], [["assert f(1) == 2", "assert f(2) == 5"]],
                             [["assert f(3) == 6", "assert f(0) == 0"]])

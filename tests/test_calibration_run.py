@@ -4,14 +4,14 @@ import json
 
 import pandas as pd
 
-from proposal_nb.models import tiny_model
+from proposal_nb.lm.models import tiny_model
 from proposal_nb.pipeline import REPO, run_notebook
 
 
 def test_run_with_tiny_model(tmp_path):
     m, tok = tiny_model(seed=0)
     m.save_pretrained(tmp_path / "tiny"); tok.save_pretrained(tmp_path / "tiny")
-    from proposal_nb.tasks import load_embedded
+    from proposal_nb.programs.tasks import load_embedded
     ts = load_embedded()[:3]
     pd.DataFrame(dict(task_id=[t.id for t in ts] + [ts[0].id],
                       completion=[f"```python\n{t.solution}```" for t in ts] + ["```python\nraise ValueError\n```"])

@@ -6,8 +6,8 @@ import math
 import pytest
 import torch
 
-from proposal_nb import estimators, iguana, msc, normalizer as nz, offline
-from proposal_nb.weights import log_weights, psis
+from proposal_nb.estimators import registry as estimators, iguana, msc, normalizer as nz, offline
+from proposal_nb.estimators.weights import log_weights, psis
 
 DTYPES = [torch.float32, torch.bfloat16]
 

@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from proposal_nb.evaluation import (DRAW_COLUMNS, validate_draws, evaluate, synthetic_draws, SyntheticSpec,
+from proposal_nb.analysis.evaluation import (DRAW_COLUMNS, validate_draws, evaluate, synthetic_draws, SyntheticSpec,
                                     bench_evaluation, prompt_rates, skyline)
-from proposal_nb.report_card import report_card
-from proposal_nb.zbins import rate_table, bin_trajectories, up_down
+from proposal_nb.analysis.report_card import report_card
+from proposal_nb.analysis.zbins import rate_table, bin_trajectories, up_down
 
 
 @pytest.fixture(scope="module")

@@ -1,12 +1,12 @@
-"""Plain pytest checks of proposal_nb.models / densities / generation that the notebooks do not make:
+"""Plain pytest checks of proposal_nb.lm.models / densities / generation that the notebooks do not make:
 local-folder loading with gradient checkpointing, batch-size invariance of score_pq, and the HF sampler's
 repetition penalty ignoring left padding."""
 import torch
 from fastcore.test import test_close as close_, test_eq as eq_
 
-from proposal_nb.models import tiny_model, add_lora, load_model
-from proposal_nb.densities import DecodingConfig, completion_logprobs, score_pq, seen_masks
-from proposal_nb.generation import ConfigProcessor, HFGenerator, check_exact_weights
+from proposal_nb.lm.models import tiny_model, add_lora, load_model
+from proposal_nb.lm.densities import DecodingConfig, completion_logprobs, score_pq, seen_masks
+from proposal_nb.lm.generation import ConfigProcessor, HFGenerator, check_exact_weights
 
 torch.set_num_threads(2)
 CARD = DecodingConfig(temperature=0.7, top_p=0.8, top_k=20, repetition_penalty=1.05)

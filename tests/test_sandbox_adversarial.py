@@ -1,11 +1,11 @@
-"""Adversarial programs against proposal_nb.sandbox: each must be contained with the right verdict, leave no process
+"""Adversarial programs against proposal_nb.programs.sandbox: each must be contained with the right verdict, leave no process
 behind, and leave the host (this process, its files, its network listeners, its environment) unaffected."""
 import os, signal, socket, subprocess, sys, threading, time, uuid
 from pathlib import Path
 
 import pytest
 
-from proposal_nb.sandbox import Executor, InfrastructureError, Verdict
+from proposal_nb.programs.sandbox import Executor, InfrastructureError, Verdict
 
 MARK = str(100000 + uuid.uuid4().int % 900000)  # digits: `sleep 1000.<MARK>` is a valid duration
 OUTSIDE = Path(__file__).resolve().parents[1] / f'.sandbox-pwned-{MARK}'  # a path a program must not create

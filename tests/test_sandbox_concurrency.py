@@ -5,8 +5,8 @@ import time
 
 import pytest
 
-from proposal_nb.sandbox import Executor
-from proposal_nb.tasks import load_embedded
+from proposal_nb.programs.sandbox import Executor
+from proposal_nb.programs.tasks import load_embedded
 
 HEAVY = '''import numpy as np, pandas as pd
 rng = np.random.default_rng({seed})

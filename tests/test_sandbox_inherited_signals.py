@@ -32,7 +32,7 @@ PROBE = ('st = dict(l.split(":\\t") for l in open("/proc/self/status").read().sp
 HOST = f'''
 import json, signal, sys
 sys.path.insert(0, {str(ROOT)!r})
-from proposal_nb.sandbox import Executor
+from proposal_nb.programs.sandbox import Executor
 if sys.argv[1] == 'hostile':
     for s in (signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGUSR1): signal.signal(s, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())

@@ -14,7 +14,7 @@ tolerated, anything that leaves early is not.
 """
 import pytest
 
-from proposal_nb.sandbox import Executor
+from proposal_nb.programs.sandbox import Executor
 
 PARENT_RAISES = 'raise ValueError("the parent fails")'
 
@@ -35,8 +35,8 @@ REBINDING = [
     ('builtins_range_skips_tests', 'import builtins\nbuiltins.range = lambda *a: []', ('assert False',), 'assertion'),
     ('builtins_exec_compile', 'import builtins\nbuiltins.exec = builtins.compile = lambda *a, **k: None', ('1 / 0',), 'exception:ZeroDivisionError'),
     # the harness's own functions, reached through its modules (importable from a program in the warm server; the
-    # harness lives in proposal_nb.runner since the sandbox was split in two)
-    ('patch_harness_module', 'import sys\nfor n in ("proposal_nb.runner", "proposal_nb.sandbox"):\n'
+    # harness lives in proposal_nb.programs.runner since the sandbox was split in two)
+    ('patch_harness_module', 'import sys\nfor n in ("proposal_nb.programs.runner", "proposal_nb.programs.sandbox"):\n'
                              '    for f in vars(sys.modules[n]).values():\n'
                              '        if callable(f) and hasattr(f, "__code__"): f.__code__ = (lambda *a, **k: "ok").__code__',
      ('assert False',), 'assertion'),

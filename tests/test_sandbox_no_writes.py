@@ -14,8 +14,8 @@ PACKAGE = Path(proposal_nb.__file__).resolve().parent
 
 GRADE = '''
 import json, sys
-from proposal_nb.sandbox import Executor
-progs = ["print(1)", "import proposal_nb.tasks", "open('here.txt', 'w').write('private')",
+from proposal_nb.programs.sandbox import Executor
+progs = ["print(1)", "import proposal_nb.programs.tasks", "open('here.txt', 'w').write('private')",
          "import proposal_nb, os\\nopen(os.path.join(proposal_nb.__path__[0], 'pwned.py'), 'w').write('x = 1')",
          "import os\\nopen(os.path.join(os.environ.get('HOME', '.'), '..', '..', 'escaped.txt'), 'w').write('x')",
          "import os\\nif os.fork() == 0: open('child.txt', 'w').write('x')\\nelse: os.wait()"]

@@ -2,7 +2,7 @@
 with data marks), a click on a prompt shows its details and highlights it in every arm, and a screenshot of each
 page is saved.
 
-The site is built from synthetic run folders (`proposal_nb.site.synthetic_results`, three trained arms), so the test
+The site is built from synthetic run folders (`proposal_nb.site.build.synthetic_results`, three trained arms), so the test
 exercises every page before real runs exist. Chromium comes from Debian's `chromium` package: when it is missing, the
 test installs it with scripts/setup_browser.sh (apt-get, about a minute); it skips, saying why, only when apt-get
 itself is unavailable. Screenshots go to $SITE_SCREENSHOTS when set, else to the test's tmp folder (printed).
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from proposal_nb.site import Chromium, _POINT_JS, build_site, check_site, find_chromium, synthetic_results
+from proposal_nb.site.build import Chromium, _POINT_JS, build_site, check_site, find_chromium, synthetic_results
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ["index.html", "zc.html", "training.html", "heldout.html", "bins.html", "prompts.html", "report-card.html",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from proposal_nb.training import same_run
+from proposal_nb.lm.training import same_run
 
 WORKER = str(Path(__file__).with_name("train_worker.py"))
 

@@ -10,9 +10,9 @@ import torch
 
 vllm = pytest.importorskip("vllm")
 
-from proposal_nb.models import tiny_model, add_lora
-from proposal_nb.densities import DecodingConfig, completion_logprobs
-from proposal_nb.generation import VLLMGenerator, check_exact_weights
+from proposal_nb.lm.models import tiny_model, add_lora
+from proposal_nb.lm.densities import DecodingConfig, completion_logprobs
+from proposal_nb.lm.generation import VLLMGenerator, check_exact_weights
 
 TOL = 1e-4
 CONFIGS = [DecodingConfig(), DecodingConfig(temperature=0.7, top_p=0.8, top_k=20, repetition_penalty=1.05),
@@ -93,9 +93,9 @@ def test_online_loop_on_the_vllm_engine(engine, tmp_path):
     LoRA request after every step, and the loop's exact-weight check (vLLM's own log-probs against the trainer's
     float32 scorer, every token of every step) holds to 1e-3 nats while the adapter moves."""
     import numpy as np
-    from proposal_nb.engines import VLLMEngine
-    from proposal_nb.tasks import Task
-    from proposal_nb.training import OnlineRun, online_config
+    from proposal_nb.lm.engines import VLLMEngine
+    from proposal_nb.programs.tasks import Task
+    from proposal_nb.lm.training import OnlineRun, online_config
     gen, model, tok, d = engine
     torch.manual_seed(0)
     pm = add_lora(tiny_model(0)[0], dropout=0.0)

@@ -6,9 +6,9 @@ import time
 import numpy as np
 import torch
 
-from proposal_nb.models import add_lora, tiny_model
-from proposal_nb.tasks import Task
-from proposal_nb.training import online_config, OnlineRun
+from proposal_nb.lm.models import add_lora, tiny_model
+from proposal_nb.programs.tasks import Task
+from proposal_nb.lm.training import online_config, OnlineRun
 
 
 def has_a(tasks, completions):
