@@ -9,10 +9,9 @@ import numpy as np
 import pandas as pd
 import torch
 from scipy.special import digamma
-from .evaluation import (validate_draws, draw_arrays, evaluate, bootstrap_counts, bootstrap_means,
-                                    percentile_ci, snis_run)
-from ..estimators.weights import psis
-from ..theory.identities import kish_ess
+from .evaluation import (validate_draws, draw_arrays, DrawArrays, evaluate, bootstrap_counts,
+                                            bootstrap_means, percentile_ci)
+from ..estimators.weights import psis, ess_np, log_mean_weight_np
 
 # %% auto #0
 __all__ = ['harmonic', 'GapEstimate', 'neg_log_z_gaps', 'KLEstimate', 'posterior_kl', 'mixture_log_z', 'is_health', 'ReportCard',
@@ -88,7 +87,7 @@ def mixture_log_z(logp_q:np.ndarray, # [..., n] log p of the proposal's draws
     n, N = logp_q.shape[-1], logp_p.shape[-1]
     def logm(lp, lq): return np.logaddexp(np.log(n) + lq, np.log(N) + lp) - np.log(n + N)
     lw = np.concatenate([logp_q + logr_q - logm(logp_q, logq_q), logp_p + logr_p - logm(logp_p, logq_p)], -1)
-    return np.logaddexp.reduce(lw, -1) - np.log(n + N)
+    return log_mean_weight_np(lw)
 
 # %% ../../nbs/32_report_card.ipynb #c018
 def is_health(logw:np.ndarray, # [P, C, R, M] log r p / q of the proposal's own draws
@@ -96,9 +95,9 @@ def is_health(logw:np.ndarray, # [P, C, R, M] log r p / q of the proposal's own 
     "Per prompt and checkpoint: zhat, log_zhat, log_zhat_runs, ess_per_m, khat ([P, C] arrays)."
     P, C, R, M = logw.shape
     flat = logw.reshape(P, C, R * M)
-    log_zhat = np.logaddexp.reduce(flat, -1) - np.log(R * M)
-    log_runs = (np.logaddexp.reduce(logw, -1) - np.log(M)).mean(-1)
-    ess = kish_ess(torch.from_numpy(logw)).numpy().mean(-1) / M
+    log_zhat = log_mean_weight_np(flat)
+    log_runs = log_mean_weight_np(logw).mean(-1)
+    ess = ess_np(logw).mean(-1) / M
     khat = psis(torch.from_numpy(flat.copy())).khat.numpy()
     return dict(zhat=np.exp(log_zhat), log_zhat=log_zhat, log_zhat_runs=log_runs, ess_per_m=ess, khat=khat)
 
@@ -111,6 +110,31 @@ class ReportCard(NamedTuple):
     per_prompt: pd.DataFrame  # prompt x checkpoint: health, KL estimates
     long: pd.DataFrame        # checkpoint, quantity, estimate, lo, hi (for the chart)
 
+def _prior_arrays(prior:pd.DataFrame, # base rollouts rescored under each checkpoint (DRAW_COLUMNS)
+                  A:DrawArrays, # the proposal draws' arrays: the prior must cover their prompts and checkpoints
+                 )->tuple[np.ndarray, np.ndarray, np.ndarray]: # logp, logq, logr of the prior draws, [P, C, N] in A's prompt order
+    "The prior table as arrays aligned with the proposal's prompts and checkpoints."
+    missing = pd.Index(A.prompts).difference(prior.prompt_id.unique())
+    if len(missing): raise ValueError(f"prior table has no rollouts of prompt {missing[0]!r}")
+    try: B = draw_arrays(prior[prior.prompt_id.isin(A.prompts) & prior.checkpoint.isin(A.checkpoints)], A.checkpoints)
+    except ValueError as e: raise ValueError(f"prior table: {e}") from None
+    order = pd.Index(B.prompts).get_indexer(A.prompts)
+    P, C = len(A.prompts), len(A.checkpoints)
+    flat = lambda x: x[order].reshape(P, C, -1)
+    return flat(B.logp), flat(B.logq), flat(B.logr)
+
+def _card_long(table:pd.DataFrame, # the card: one row per checkpoint
+              )->pd.DataFrame: # checkpoint, quantity, estimate, lo, hi
+    "The card's quantities in long form for the chart, with a CI where the card has one."
+    return pd.concat([
+        pd.DataFrame(dict(checkpoint=table.checkpoint, quantity="KL(π‖q) unbiased", estimate=table.kl, lo=table.kl_lo, hi=table.kl_hi)),
+        pd.DataFrame(dict(checkpoint=table.checkpoint, quantity="KL(π‖q) upper bound", estimate=table.kl_upper, lo=np.nan, hi=np.nan)),
+        pd.DataFrame(dict(checkpoint=table.checkpoint, quantity="ESS/M", estimate=table.ess_per_m, lo=np.nan, hi=np.nan)),
+        pd.DataFrame(dict(checkpoint=table.checkpoint, quantity="PSIS k̂ (median)", estimate=table.khat_median, lo=np.nan, hi=np.nan)),
+        pd.DataFrame(dict(checkpoint=table.checkpoint, quantity="wacc", estimate=table.wacc, lo=table.wacc_lo, hi=table.wacc_hi)),
+    ], ignore_index=True)
+
+# %% ../../nbs/32_report_card.ipynb #c021b
 def report_card(draws:pd.DataFrame, # proposal draws of every checkpoint (DRAW_COLUMNS)
                 prior:pd.DataFrame, # base rollouts from p, logq rescored under each checkpoint (DRAW_COLUMNS)
                 split:str|None="heldout", # keep prompts with this `split` tag (None: all prompts)
@@ -128,20 +152,14 @@ def report_card(draws:pd.DataFrame, # proposal draws of every checkpoint (DRAW_C
         if draws.empty: raise ValueError(f"no prompt has split == {split!r}")
     ev = evaluate(draws, n_boot=n_boot, level=level, seed=seed, checkpoints=checkpoints, validate=False)
     A = ev.arrays
-    missing = pd.Index(A.prompts).difference(prior.prompt_id.unique())
-    if len(missing): raise ValueError(f"prior table has no rollouts of prompt {missing[0]!r}")
-    try: B = draw_arrays(prior[prior.prompt_id.isin(A.prompts) & prior.checkpoint.isin(A.checkpoints)], A.checkpoints)
-    except ValueError as e: raise ValueError(f"prior table: {e}") from None
-    order = pd.Index(B.prompts).get_indexer(A.prompts)
     P, C = len(A.prompts), len(A.checkpoints)
-    flat = lambda x: x[order].reshape(P, C, -1)
+    bp, bq, lr = _prior_arrays(prior, A)
     rng = np.random.default_rng(seed)
-    lr = flat(B.logr)
     u = np.broadcast_to(rng.random((P, 1, lr.shape[-1])), lr.shape) if ((lr > -np.inf) & (lr < 0)).any() else None
     h = is_health(A.logw)
     q_ = lambda x: x.reshape(P, C, -1)
-    log_mix = mixture_log_z(q_(A.logp), q_(A.logq), q_(A.logr), flat(B.logp), flat(B.logq), lr)
-    kl = posterior_kl(flat(B.logp), flat(B.logq), lr, log_mix, k_max, u)
+    log_mix = mixture_log_z(q_(A.logp), q_(A.logq), q_(A.logr), bp, bq, lr)
+    kl = posterior_kl(bp, bq, lr, log_mix, k_max, u)
     n_base = lr.shape[-1]
     per = pd.DataFrame(dict(prompt_id=np.repeat(A.prompts, C), checkpoint=np.tile(np.asarray(A.checkpoints, object), P),
                             **{k: v.ravel() for k, v in h.items()}, a_hat=kl.a_hat.ravel(), neg_log_z=kl.neg_log_z.ravel(),
@@ -167,14 +185,7 @@ def report_card(draws:pd.DataFrame, # proposal draws of every checkpoint (DRAW_C
                          wacc=s.loc[(name, "wacc"), "estimate"], wacc_lo=s.loc[(name, "wacc"), "lo"],
                          wacc_hi=s.loc[(name, "wacc"), "hi"]))
     table = pd.DataFrame(rows)
-    long = pd.concat([
-        pd.DataFrame(dict(checkpoint=table.checkpoint, quantity="KL(π‖q) unbiased", estimate=table.kl, lo=table.kl_lo, hi=table.kl_hi)),
-        pd.DataFrame(dict(checkpoint=table.checkpoint, quantity="KL(π‖q) upper bound", estimate=table.kl_upper, lo=np.nan, hi=np.nan)),
-        pd.DataFrame(dict(checkpoint=table.checkpoint, quantity="ESS/M", estimate=table.ess_per_m, lo=np.nan, hi=np.nan)),
-        pd.DataFrame(dict(checkpoint=table.checkpoint, quantity="PSIS k̂ (median)", estimate=table.khat_median, lo=np.nan, hi=np.nan)),
-        pd.DataFrame(dict(checkpoint=table.checkpoint, quantity="wacc", estimate=table.wacc, lo=table.wacc_lo, hi=table.wacc_hi)),
-    ], ignore_index=True)
-    return ReportCard(table, per, long)
+    return ReportCard(table, per, _card_long(table))
 
 # %% ../../nbs/32_report_card.ipynb #c025
 def plot_report_card(card:ReportCard, # from report_card
