@@ -15,7 +15,7 @@ from ..theory.toy import SequenceSpace, ToyLM, sample, log_Z, log_posterior, kl
 from . import normalizer as nz, iguana, offline, registry as estimators
 
 # %% auto #0
-__all__ = ['ToyTask', 'make_task', 'proposal_from', 'TrainConfig', 'History', 'evaluate', 'train']
+__all__ = ['ToyTask', 'make_task', 'proposal_from', 'TrainConfig', 'History', 'toy_metrics', 'train']
 
 # %% ../../nbs/16_toy_training.ipynb #c005
 class ToyTask(NamedTuple):
@@ -40,7 +40,8 @@ def make_task(space:SequenceSpace, # the toy sequence space
     logpi = torch.where(torch.isneginf(lz)[:, None], torch.full_like(logp, -math.inf), logp + logr - lz[:, None])
     return ToyTask(space, prior, logp, logr, logpi, lz.exp())
 
-def proposal_from(prior:ToyLM)->ToyLM:
+def proposal_from(prior:ToyLM, # the frozen prior
+                 )->ToyLM:
     "A trainable copy of the prior (the proposal at step 0)."
     q = ToyLM(prior.space, prior.logits.shape[0])
     with torch.no_grad(): q.logits.copy_(prior.logits)
@@ -68,7 +69,9 @@ class History(NamedTuple):
     steps: pd.DataFrame   # per step: prompt (−1 for a batch of rollouts), loss, grad_norm and the estimator's summary
                           # (IGUANA: log_zhat, clipped, n_valid, neg_valid, max_log_uw; MSC: kept; BC: n_prompts, n_accepted)
 
-def evaluate(task:ToyTask, q:ToyLM)->dict:
+def toy_metrics(task:ToyTask, # the toy task with its exact π
+                q:ToyLM, # the proposal being trained
+               )->dict: # kl, validity (+ kl_prior_z0, entropy_z0 when some prompt has Z = 0)
     "Exact KL(π‖q) over prompts with Z > 0, validity E_q[r], and drift of Z = 0 prompts (KL(q‖p), entropy)."
     with torch.no_grad():
         lq = q.log_probs()
@@ -81,8 +84,11 @@ def evaluate(task:ToyTask, q:ToyLM)->dict:
     return out
 
 # %% ../../nbs/16_toy_training.ipynb #c007
-def train(task:ToyTask, cfg:TrainConfig=TrainConfig(), progress:bool=False)->History:
-    "Train a proposal (initialised at the prior) on `task` with one estimator; exact evaluation every `eval_every` steps."
+def train(task:ToyTask, # the toy task
+          cfg:TrainConfig=TrainConfig(), # estimator, steps, draws per visit, optimiser and guards
+          progress:bool=False, # tqdm over steps
+         )->History:
+    "Train a proposal (initialised at the prior) on `task` with one estimator; exact `toy_metrics` every `eval_every` steps."
     est = estimators.make(cfg.estimator, cfg.iguana, cfg.normalizer)
     g = torch.Generator().manual_seed(cfg.seed)
     P = task.logp.shape[0]
@@ -95,7 +101,7 @@ def train(task:ToyTask, cfg:TrainConfig=TrainConfig(), progress:bool=False)->His
         data_ids, data_seq = rollouts.prompts[rollouts.accepted], idx.reshape(-1)[rollouts.accepted]
     state = est.init(P, rollouts)
     if est.source == "rollouts": order, pos_ = torch.randperm(len(data_ids), generator=g), 0
-    evals, steps = [dict(step=0, **evaluate(task, q))], []
+    evals, steps = [dict(step=0, **toy_metrics(task, q))], []
     for t in tqdm(range(1, cfg.steps + 1), disable=not progress, desc=cfg.estimator):
         lq = q.log_probs()
         if est.source == "rollouts":
@@ -120,5 +126,5 @@ def train(task:ToyTask, cfg:TrainConfig=TrainConfig(), progress:bool=False)->His
         opt.step()
         steps.append(dict(step=t, prompt=int(x[0]) if est.source == "proposal" else -1, loss=loss.item(), grad_norm=float(gn),
                           **est.summary(info)))
-        if t % cfg.eval_every == 0: evals.append(dict(step=t, **evaluate(task, q)))
+        if t % cfg.eval_every == 0: evals.append(dict(step=t, **toy_metrics(task, q)))
     return History(pd.DataFrame(evals), pd.DataFrame(steps))

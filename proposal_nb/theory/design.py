@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 
 # %% auto #0
-__all__ = ['p_informative', 'p_low_signal', 'signal_table', 'visit_coefficients', 'baseline_table', 'token_weights',
-           'token_weight_table', 'logweight_spread', 'spread_table', 'ema_noise_floor']
+__all__ = ['ema_noise_floor', 'p_informative', 'p_low_signal', 'signal_table', 'visit_coefficients', 'baseline_table',
+           'token_weights', 'token_weight_table', 'logweight_spread', 'spread_table', 'ema_floor']
 
 # %% ../../nbs/02_theory.ipynb #c005
 def p_informative(v, # pass rate of the proposal per draw
@@ -103,7 +103,13 @@ def spread_table(deltas=(0.002, 0.01, 0.03), lengths=(50, 200, 400, 1024))->pd.D
                         index=pd.Index(deltas, name="nats per token"))
 
 # %% ../../nbs/02_theory.ipynb #c023
-def ema_noise_floor(beta:float)->float:
-    "Stationary norm of an EMA (decay β) of independent unit-norm vectors: √((1−β)/(1+β))."
+def ema_floor(beta:float, # EMA decay β in [0, 1)
+              t:int|None=None, # steps since the EMA started at zero; None: the stationary floor (t → ∞)
+             )->float: # √((1−β)/(1+β)·(1−β^{2t})), or √((1−β)/(1+β)) when t is None
+    "Norm of an EMA (decay β) of independent unit-norm vectors, t steps after starting at zero."
     if not 0 <= beta < 1: raise ValueError(f"beta must be in [0, 1), got {beta}")
-    return math.sqrt((1 - beta) / (1 + beta))
+    if t is None: return math.sqrt((1 - beta) / (1 + beta))
+    if t < 0: raise ValueError(f"t must be >= 0 steps, got {t}")
+    return math.sqrt((1 - beta) / (1 + beta) * (1 - beta ** (2 * t)))
+
+ema_noise_floor = ema_floor   # the old name, kept until 27_training and runs/00_theory import `ema_floor`
