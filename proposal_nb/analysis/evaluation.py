@@ -16,7 +16,8 @@ __all__ = ['DRAW_COLUMNS', 'TAG_COLUMNS', 'SD_EFFECT', 'BASE_COLUMNS', 'validate
            'bootstrap_counts', 'bootstrap_means', 'percentile_ci', 'paired_halfwidth', 'plan_draws', 'Evaluation',
            'evaluate', 'prompt_rates', 'Skyline', 'skyline', 'SyntheticSpec', 'sample_prompt_rates',
            'proposal_validity', 'ess_table', 'synthetic_truth', 'Synthetic', 'synthetic_arrays', 'synthetic_draws',
-           'population_truth', 'coverage_check', 'bench_evaluation', 'plot_metrics', 'plot_paired']
+           'label_checkpoints', 'evaluation_tables', 'write_evaluation', 'population_truth', 'coverage_check',
+           'bench_evaluation', 'plot_metrics', 'plot_paired']
 
 # %% ../../nbs/30_evaluation.ipynb #c005
 DRAW_COLUMNS = {  # name: (kind, meaning) of every required column of a draw table
@@ -90,13 +91,10 @@ def load_draws(path, # parquet, csv or jsonl file of a draw table
                columns:Sequence[str]|None=None, # required columns (default: all of DRAW_COLUMNS)
               )->pd.DataFrame:
     "Read a saved draw table and validate it; errors name the file."
-    from pathlib import Path
-    p = Path(path)
-    readers = {".parquet": pd.read_parquet, ".csv": pd.read_csv, ".jsonl": lambda f: pd.read_json(f, lines=True)}
-    if p.suffix not in readers: raise ValueError(f"{p}: unknown table format {p.suffix!r}; use {list(readers)}")
-    df = readers[p.suffix](p)
+    from proposal_nb.results import read_file
+    df = read_file(path)
     try: return validate_draws(df, columns)
-    except ValueError as e: raise ValueError(f"{p}: {e}") from None
+    except ValueError as e: raise ValueError(f"{path}: {e}") from None
 
 # %% ../../nbs/30_evaluation.ipynb #c014
 class DrawArrays(NamedTuple):
@@ -460,6 +458,52 @@ def synthetic_draws(n_prompts:int=301, # prompts P
                    for g, sg in zip(spec.gains, spec.sigmas)], 1)
     prompts = pd.DataFrame(dict(prompt_id=ids, z=z, s=s, split=split, library=library))
     return Synthetic(draws_df, pd.concat(frames, ignore_index=True), prompts, synthetic_truth(z, s, spec, M, ks), kl)
+
+# %% ../../nbs/30_evaluation.ipynb #5e5c581f
+def label_checkpoints(names:Sequence[str], # checkpoint names, in order
+                      adapters:dict|None=None, # {checkpoint: adapter folder} (a run config's `checkpoints`)
+                      arms:dict|None=None, # {checkpoint: arm} from the draw table's `arm` column
+                      default:str="eval", # arm of a checkpoint whose name names none
+                     )->pd.DataFrame:
+    "checkpoint, arm, step of every checkpoint."
+    from proposal_nb.results import checkpoint_parts
+    rows = []
+    for n in names:
+        arm, step = checkpoint_parts(n, (adapters or {}).get(n) or None)
+        rows.append(dict(checkpoint=n, arm=str((arms or {}).get(n) or arm or default), step=int(step)))
+    return pd.DataFrame(rows, columns=["checkpoint", "arm", "step"])
+
+def evaluation_tables(draws:pd.DataFrame, # held-out draw table (DRAW_COLUMNS, optional `arm`)
+                      adapters:dict|None=None, # {checkpoint: adapter folder}: the step of a name that has none
+                      default_arm:str="eval", # arm of a checkpoint whose name names none
+                      checkpoints:Sequence|None=None, # checkpoint order (default: order of appearance)
+                      ks:Sequence[int]|None=None, # pass@k budgets (default: see evaluate)
+                      n_boot:int=2000, # bootstrap resamples
+                      seed:int=0, # bootstrap seed
+                     )->Evaluation:
+    "`evaluate`, with arm and step beside every checkpoint (summary, per_prompt) and both arms of every pair (paired)."
+    arms = None
+    if "arm" in draws.columns:
+        per = draws.groupby("checkpoint", sort=False)["arm"].unique()
+        bad = per[per.map(len) > 1]
+        if len(bad): raise ValueError(f"checkpoint {bad.index[0]!r} is drawn by arms {sorted(map(str, bad.iloc[0]))}; "
+                                      f"name checkpoints uniquely (e.g. {str(bad.iloc[0][0]) + '-' + str(bad.index[0])!r})")
+        arms = {k: v[0] for k, v in per.items()}
+    ev = evaluate(draws, ks=ks, n_boot=n_boot, seed=seed, checkpoints=checkpoints)
+    lab = label_checkpoints(ev.arrays.checkpoints, adapters, arms, default_arm).set_index("checkpoint")
+    def labelled(t, first):
+        t = t.join(lab, on="checkpoint")
+        return t[first + ["arm", "checkpoint", "step"] + [c for c in t.columns if c not in first + ["arm", "checkpoint", "step"]]]
+    paired = ev.paired.assign(arm_a=ev.paired.a.map(lab.arm), arm_b=ev.paired.b.map(lab.arm))
+    paired = paired[["a", "b", "arm_a", "arm_b"] + [c for c in paired.columns if c not in ("a", "b", "arm_a", "arm_b")]]
+    return ev._replace(summary=labelled(ev.summary, []), per_prompt=labelled(ev.per_prompt, ["prompt_id"]), paired=paired)
+
+def write_evaluation(folder, # the evaluation's run folder
+                     ev:Evaluation, # from evaluation_tables
+                    )->list:
+    "Write the summary, paired and per_prompt tables of an evaluation into its run folder; return the paths."
+    from proposal_nb.results import write_table
+    return [write_table(folder, name, getattr(ev, name)) for name in ("summary", "paired", "per_prompt")]
 
 # %% ../../nbs/30_evaluation.ipynb #c046
 def population_truth(spec:SyntheticSpec, # checkpoints
