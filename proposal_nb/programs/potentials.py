@@ -13,13 +13,15 @@ from .sandbox import Executor, Verdict, InfrastructureError
 __all__ = ['no_error_tests', 'Potential', 'no_error', 'strict', 'tiered', 'correctness', 'exact_match', 'make_potential']
 
 # %% ../../nbs/22_potentials.ipynb #c005
-def no_error_tests(task: Task, require_entry_point: bool = True) -> tuple[str, ...]:
+def no_error_tests(task:Task, # the task (its smoke tests, else its entry point)
+                   require_entry_point:bool=True, # the program must define the entry point
+                  )->tuple[str, ...]:
     "Snippets the no-error potential runs after the program."
     if task.smoke_tests: return task.smoke_tests
     return (f'{task.entry_point}\n',) if require_entry_point and task.entry_point else ()
 
 # %% ../../nbs/22_potentials.ipynb #c005c
-def _normalise(code: str) -> str:
+def _normalise(code:str)->str:
     "Code with trailing whitespace and blank lines removed (exact-match comparison form)."
     return '\n'.join(l.rstrip() for l in code.strip('\n').splitlines() if l.strip())
 
@@ -27,19 +29,24 @@ class Potential:
     "A batch potential r(tasks, completions) -> array in [0, 1]."
     kinds = ('no_error', 'strict', 'tiered', 'correctness', 'exact_match')
     def __init__(self,
-                 kind: str,  # one of `Potential.kinds`
-                 executor: Executor | None = None,  # sandbox to run programs in (not needed for exact_match)
-                 require_entry_point: bool = True):  # no_error: the entry point must be defined
+                 kind:str, # one of `Potential.kinds`
+                 executor:Executor|None=None, # sandbox to run programs in (not needed for exact_match)
+                 require_entry_point:bool=True, # no_error: the entry point must be defined
+                ):
         if kind not in self.kinds: raise ValueError(f'unknown potential {kind!r}; choose from {", ".join(self.kinds)}')
         if executor is None and kind != 'exact_match': raise ValueError(f'potential {kind!r} needs an executor')
         self.kind, self.executor, self.require_entry_point = kind, executor, require_entry_point
 
-    def tests(self, task: Task) -> tuple[str, ...]:
+    def tests(self, task:Task, # the task whose snippets to run
+             )->tuple[str, ...]:
         "The test snippets this potential runs for `task`."
         if self.kind == 'no_error': return no_error_tests(task, self.require_entry_point)
         return task.hidden_tests if self.kind == 'correctness' else task.public_tests
 
-    def grade(self, tasks: Sequence[Task], completions: Sequence[str], progress: bool = False) -> list[Verdict]:
+    def grade(self, tasks:Sequence[Task], # the task of each completion
+              completions:Sequence[str], # the model's replies
+              progress:bool=False, # tqdm over programs
+             )->list[Verdict]: # aligned with `completions`
         "Sandbox verdicts of each completion under this potential's tests."
         if len(tasks) != len(completions): raise ValueError(f'{len(tasks)} tasks but {len(completions)} completions')
         try: return self.executor.run([build_program(t, c) for t, c in zip(tasks, completions)],
@@ -48,7 +55,9 @@ class Potential:
             ids = sorted({t.id for t in tasks})
             raise InfrastructureError(f'{e} (while grading {self.kind} on {len(tasks)} completions of tasks {ids[:3]}...)') from e
 
-    def score(self, task: Task, v: Verdict) -> float:
+    def score(self, task:Task, # the task graded
+              v:Verdict, # its verdict under `tests(task)`
+             )->float: # r in [0, 1]
         "Value of one verdict."
         if self.kind == 'no_error': return float(v.reason in ('ok', 'assertion'))
         if self.kind == 'tiered':
@@ -56,7 +65,10 @@ class Potential:
             return float(v.ok) if n == 0 else sum(r == 'ok' for r in v.tests) / n
         return float(v.ok)
 
-    def __call__(self, tasks: Sequence[Task], completions: Sequence[str], progress: bool = False) -> np.ndarray:
+    def __call__(self, tasks:Sequence[Task], # the task of each completion
+                 completions:Sequence[str], # the model's replies
+                 progress:bool=False, # tqdm over programs
+                )->np.ndarray: # [N] r(x_i, y_i) in [0, 1]
         "r(x_i, y_i) for each pair, aligned with the inputs."
         if self.kind == 'exact_match':
             if len(tasks) != len(completions): raise ValueError(f'{len(tasks)} tasks but {len(completions)} completions')
@@ -68,15 +80,34 @@ class Potential:
     def __repr__(self): return f'Potential({self.kind!r})'
 
 # %% ../../nbs/22_potentials.ipynb #c005e
-def no_error(executor: Executor, require_entry_point: bool = True) -> Potential:
+def no_error(executor:Executor, # the sandbox
+             require_entry_point:bool=True, # the program must define the entry point
+            )->Potential:
     "Runs without raising (failed assertions tolerated)."
     return Potential('no_error', executor, require_entry_point)
-def strict(executor: Executor) -> Potential: "Passes all public tests."; return Potential('strict', executor)
-def tiered(executor: Executor) -> Potential: "Fraction of public tests passed."; return Potential('tiered', executor)
-def correctness(executor: Executor) -> Potential: "Passes all hidden tests."; return Potential('correctness', executor)
-def exact_match() -> Potential: "Equals the reference solution (whitespace-normalised)."; return Potential('exact_match')
+def strict(executor:Executor, # the sandbox
+          )->Potential:
+    "Passes all public tests."
+    return Potential('strict', executor)
 
-def make_potential(name: str, executor: Executor | None = None, **executor_kwargs) -> Potential:
+def tiered(executor:Executor, # the sandbox
+          )->Potential:
+    "Fraction of public tests passed."
+    return Potential('tiered', executor)
+
+def correctness(executor:Executor, # the sandbox
+               )->Potential:
+    "Passes all hidden tests."
+    return Potential('correctness', executor)
+
+def exact_match()->Potential:
+    "Equals the reference solution (whitespace-normalised)."
+    return Potential('exact_match')
+
+def make_potential(name:str, # one of `Potential.kinds`
+                   executor:Executor|None=None, # the sandbox; None: build one from `executor_kwargs`
+                   **executor_kwargs, # passed to `Executor`
+                  )->Potential:
     "A potential by name; builds an Executor (sized to the machine) from `executor_kwargs` when none is given."
     if executor is None and name != 'exact_match': executor = Executor(**executor_kwargs)
     return Potential(name, executor)

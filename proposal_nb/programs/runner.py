@@ -12,7 +12,11 @@ from typing import Sequence
 __all__ = ['landlock_abi']
 
 # %% ../../nbs/21a_runner.ipynb #c007
-def _harness(program: str, tests: Sequence[str], status_fd: int, token: str):
+def _harness(program:str, # the program text (with the task's context)
+             tests:Sequence[str], # test snippets, run in order in the program's namespace
+             status_fd:int, # the datagram socket the reports go to
+             token:str, # the secret the final report carries (the program never sees it)
+            ):
     "Run `program` then each test snippet; report on `status_fd`; end with the final report and `os._exit(0)`."
     # bind everything used after the program starts, before it starts: builtins, os, sys and this module are the
     # program's to patch; these locals and the closure below are not reachable by name
@@ -23,11 +27,11 @@ def _harness(program: str, tests: Sequence[str], status_fd: int, token: str):
     flushers, tests = (sys.stdout.flush, sys.stderr.flush), tuple(tests)
     n = len(tests)
 
-    def say(msg: str):  # one datagram: the kernel stamps it with the sender's pid as it is sent
+    def say(msg:str):  # one datagram: the kernel stamps it with the sender's pid as it is sent
         try: write(status_fd, enc(msg))
         except BaseE: exit_(70)
 
-    def section(src: str, g: dict, name: str) -> str:
+    def section(src:str, g:dict, name:str)->str:
         "Compile (asserts always on) and run one section in namespace `g`; return its reason."
         settrace(None); setprofile(None)  # a trace hook left by the program could jump over asserts
         try:
@@ -67,7 +71,7 @@ def _harness(program: str, tests: Sequence[str], status_fd: int, token: str):
 # %% ../../nbs/21a_runner.ipynb #c009
 _CRED = struct.Struct('iII')  # struct ucred: pid, uid, gid
 
-def _reports(sock: socket.socket, out: list) -> int:
+def _reports(sock:socket.socket, out:list)->int:
     "Append every datagram waiting on `sock` as (sender pid, text) to `out`, without blocking; return a size charge."
     n = 0
     while True:
@@ -78,7 +82,7 @@ def _reports(sock: socket.socket, out: list) -> int:
         out.append((pid, '' if flags & socket.MSG_TRUNC else data.decode('utf-8', 'replace')))
         n += len(data) + 64  # an empty datagram still costs its record
 
-def _status_channel() -> tuple[socket.socket, int]:
+def _status_channel()->tuple[socket.socket, int]:
     "A datagram socket pair: the reading end (credentials on, non-blocking) and the raw fd of the writing end."
     r, w = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
     r.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
@@ -90,12 +94,14 @@ _libc = ctypes.CDLL(None, use_errno=True)
 _LL_WRITE = {1: 0b1_1111_1111_0010, 2: 1 << 13, 3: 1 << 14}  # write-like fs rights per Landlock ABI version
 _LL_FILE_WRITE = {1: 1 << 1, 3: 1 << 14}  # rights a rule on a single file may hold (write, truncate)
 
-def landlock_abi() -> int:
+def landlock_abi()->int:
     "Landlock ABI version of the running kernel (0 when unavailable)."
     r = _libc.syscall(444, None, 0, 1)
     return max(r, 0)
 
-def _landlock(write_dirs: Sequence[str], write_files: Sequence[str] = ('/dev/null',)) -> int:
+def _landlock(write_dirs:Sequence[str], # folders writable beneath
+              write_files:Sequence[str]=('/dev/null',), # single files writable
+             )->int: # the Landlock ABI applied (0: none)
     "Confine this process: writes only beneath `write_dirs`, no TCP, scoped signals. Return the ABI used."
     abi = landlock_abi()
     if abi < 1: return 0
@@ -118,13 +124,15 @@ def _landlock(write_dirs: Sequence[str], write_files: Sequence[str] = ('/dev/nul
     return abi
 
 # %% ../../nbs/21a_runner.ipynb #c012
-def _maps(uid: int, gid: int):
+def _maps(uid:int, gid:int):
     "Map our own uid/gid into a fresh user namespace (so file permissions stay as they were)."
     for f, v in (('uid_map', f'{uid} {uid} 1'), ('setgroups', 'deny'), ('gid_map', f'{gid} {gid} 1')):
         try: Path(f'/proc/self/{f}').write_text(v)
         except OSError: pass
 
-def _enter_namespaces(scratch: str, scratch_mb: int) -> str:
+def _enter_namespaces(scratch:str, # folder that becomes the private tmpfs
+                      scratch_mb:int, # size of that tmpfs, MiB
+                     )->str: # the namespaces entered, e.g. 'netns+pidns+proc+tmpfs(1024M)'; 'none' when none
     "Move the server into new network, pid and mount namespaces with its own /proc and a tmpfs at `scratch`."
     NEWNS, NEWPID, NEWNET, NEWUSER = 0x20000, 0x20000000, 0x40000000, 0x10000000
     uid, gid, done = os.getuid(), os.getgid(), ''
@@ -143,7 +151,9 @@ def _enter_namespaces(scratch: str, scratch_mb: int) -> str:
         done += f'+tmpfs({scratch_mb}M)'
     return done
 
-def _make_cgroups(n: int, nproc: int) -> list[str]:
+def _make_cgroups(n:int, # worker slots
+                  nproc:int, # pids.max of each slot's cgroup
+                 )->list[str]: # the cgroup folders (empty when not allowed)
     "One `pids` cgroup per worker slot (empty list when the machine does not allow it)."
     for root, mx in ((Path('/sys/fs/cgroup/pids'), 'pids.max'), (Path('/sys/fs/cgroup'), 'pids.max')):
         if not (root / 'cgroup.procs').exists(): continue
@@ -161,7 +171,7 @@ def _make_cgroups(n: int, nproc: int) -> list[str]:
     return []
 
 # %% ../../nbs/21a_runner.ipynb #c014
-def _drop_capabilities() -> int:
+def _drop_capabilities()->int:
     "Drop all capabilities of this process (bounding set first); return how many bounding-set entries were dropped."
     n, last = 0, int(Path('/proc/sys/kernel/cap_last_cap').read_text()) if Path('/proc/sys/kernel/cap_last_cap').exists() else 40
     for cap in range(last + 1):
@@ -180,12 +190,12 @@ def _fresh_signals():
     signal.pthread_sigmask(signal.SIG_SETMASK, ())
 
 # %% ../../nbs/21a_runner.ipynb #c016
-def _alive(pid: int) -> bool:
+def _alive(pid:int)->bool:
     "True when `pid` exists and is not a zombie."
     try: return Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()[0] != 'Z'
     except (OSError, IndexError): return False
 
-def _sweep(pgid: int, cgroup: str | None, rounds: int = 200):
+def _sweep(pgid:int, cgroup:str|None, rounds:int=200):
     "Kill the process group, the cgroup's members and the subreaper's children; reap them."
     me = os.getpid()
     try: os.killpg(pgid, signal.SIGKILL)
@@ -209,7 +219,7 @@ def _sweep(pgid: int, cgroup: str | None, rounds: int = 200):
         time.sleep(0.002)
 
 # %% ../../nbs/21a_runner.ipynb #c018
-def _confine(req: dict, rundir: str, out_w: int, err_w: int, st_w: int):
+def _confine(req:dict, rundir:str, out_w:int, err_w:int, st_w:int):
     "Apply the confinement layers to the current (program) process."
     os.setsid()  # (the cgroup is inherited from the slot worker at fork: no migration needed)
     null = os.open(os.devnull, os.O_RDONLY)
@@ -240,7 +250,13 @@ def _confine(req: dict, rundir: str, out_w: int, err_w: int, st_w: int):
     os.write(3, b'READY')
 
 # %% ../../nbs/21a_runner.ipynb #c018c
-def _fork_program(req: dict, rundir: str, pipes: list, st: socket.socket, st_w: int, token: str) -> int:
+def _fork_program(req:dict, # the request: program, tests, limits
+                  rundir:str, # the program's private working folder
+                  pipes:list, # [(read, write)] for stdout and stderr
+                  st:socket.socket, # the runner's end of the status channel (closed in the child)
+                  st_w:int, # the program's end of the status channel (becomes fd 3)
+                  token:str, # the final report's secret
+                 )->int: # the program's pid
     "Fork the program process (confined, then the harness); return its pid to the runner."
     pid = os.fork()
     if pid: return pid
@@ -255,7 +271,13 @@ def _fork_program(req: dict, rundir: str, pipes: list, st: socket.socket, st_w: 
     finally: os._exit(72)  # never fall through into the supervisor's code
 
 # %% ../../nbs/21a_runner.ipynb #c018e
-def _watch(pid: int, pidfd: int, st: socket.socket, bufs: dict, deadline: float, limit: int):
+def _watch(pid:int, # the program process
+           pidfd:int, # its pidfd (readable once it has ended)
+           st:socket.socket, # the status channel
+           bufs:dict, # fd -> bytearray of captured output, filled in place
+           deadline:float, # time.monotonic() of the wall-clock backstop
+           limit:int, # bytes of output per stream before 'output'
+          )->tuple:
     "Capture output and reports until the program ends or is stopped: (wait4 status or None, stop, reports, open fds)."
     open_fds, status, stop, msgs, st_bytes = set(bufs), None, None, [], 0
     while status is None and stop is None:
@@ -277,7 +299,7 @@ def _watch(pid: int, pidfd: int, st: socket.socket, bufs: dict, deadline: float,
     return status, stop, msgs, open_fds
 
 # %% ../../nbs/21a_runner.ipynb #c018g
-def _end(pid: int, status, st: socket.socket, msgs: list, cgroup: str | None):
+def _end(pid:int, status, st:socket.socket, msgs:list, cgroup:str|None):
     "Kill a stopped program, pick its own reports, sweep what it left: (own reports, wait4 status)."
     if status is None:  # stopped by a cap or the backstop: kill it and collect its status before the sweep reaps
         try: os.kill(pid, signal.SIGKILL)
@@ -289,7 +311,7 @@ def _end(pid: int, status, st: socket.socket, msgs: list, cgroup: str | None):
     _sweep(pid, cgroup)
     return own, status
 
-def _drain(open_fds: set, bufs: dict, limit: int, seconds: float = 2.0):
+def _drain(open_fds:set, bufs:dict, limit:int, seconds:float=2.0):
     "Read what is left in the output pipes into `bufs`, for at most `seconds`."
     end = time.monotonic() + seconds
     while open_fds and time.monotonic() < end:
@@ -299,7 +321,7 @@ def _drain(open_fds: set, bufs: dict, limit: int, seconds: float = 2.0):
             else: bufs[fd] += chunk
 
 # %% ../../nbs/21a_runner.ipynb #c019
-def _supervise(req: dict) -> dict:
+def _supervise(req:dict)->dict:
     "Run one program under confinement and return its result record (runs inside a runner process)."
     rundir = tempfile.mkdtemp(dir=req['rundir'])
     _libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: orphans of the program come back to us
@@ -328,7 +350,13 @@ def _supervise(req: dict) -> dict:
                 stderr=bufs[err_r][:keep].decode('utf-8', 'replace'), wall_stop=stop == 'wall')
 
 # %% ../../nbs/21a_runner.ipynb #c021
-def _decide(own: Sequence[str], token: str, wstatus: int, cpu: float, req: dict, stop: str | None) -> dict:
+def _decide(own:Sequence[str], # the program process's own reports, in order
+            token:str, # the secret a genuine final report carries
+            wstatus:int, # its wait status
+            cpu:float, # its CPU seconds
+            req:dict, # the request (tests, cpu budget)
+            stop:str|None, # 'wall' or 'output' when the runner stopped it
+           )->dict: # reason, tests (one reason per test), infra
     "Map the original process's own reports (in order), its exit status and CPU use to its reason and test reasons."
     n, budget = len(req['tests']), max(1, math.ceil(req['cpu']))
     prog, tests = None, {}

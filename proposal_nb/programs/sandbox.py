@@ -31,7 +31,7 @@ _all_ = ['landlock_abi']  # defined in proposal_nb.programs.runner, public here 
 # %% ../../nbs/21_sandbox.ipynb #c023
 _PIPE_BUF = 4000
 
-def _write_result(req: dict, res: dict):
+def _write_result(req:dict, res:dict):
     "Send a result record to the caller: inline when small, else through a file."
     line = f"J {req['id']} {json.dumps(res)}\n".encode()
     if len(line) > _PIPE_BUF:
@@ -40,19 +40,19 @@ def _write_result(req: dict, res: dict):
         line = f"R {req['id']}\n".encode()
     os.write(1, line)
 
-def _serve_one(req: dict):
+def _serve_one(req:dict):
     "Supervise one request and send its result; never raises."
     try: res = _supervise(req)
     except BaseException as e: res = dict(reason='infra', infra=f'runner failed: {e!r}', tests=())
     _write_result(req, res)
 
-def _cold_runner(path: str):
+def _cold_runner(path:str):
     "Entry point of a cold runner: a fresh interpreter that serves the request stored at `path`."
     _libc.prctl(36, 1, 0, 0, 0)
     _serve_one(json.loads(Path(path).read_text()))
     os._exit(0)
 
-def _lines(fd: int):
+def _lines(fd:int):
     "Yield lines read from `fd` until EOF."
     buf = b''
     while True:
@@ -63,7 +63,10 @@ def _lines(fd: int):
             line, buf = buf.split(b'\n', 1)
             yield line
 
-def _slot_worker(rfd: int, cfg: dict, cgroup: str | None):
+def _slot_worker(rfd:int, # read end of the pipe the server forwards this slot's requests on
+                 cfg:dict, # the server's config line
+                 cgroup:str|None, # the slot's cgroup folder (None: no cgroups)
+                ):
     "A slot worker: join the slot's cgroup, then serve the requests forwarded on `rfd` one at a time."
     if cgroup: Path(cgroup, 'cgroup.procs').write_text(str(os.getpid()))
     _libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: orphans of programs come back to us
@@ -143,7 +146,7 @@ def _package_parent():
 _SERVER_ENV = {'PATH': '/usr/local/bin:/usr/bin:/bin', 'LANG': 'C.UTF-8', 'PYTHONHASHSEED': '0',
                'OMP_NUM_THREADS': '1', 'OPENBLAS_NUM_THREADS': '1', 'MKL_NUM_THREADS': '1'}  # -I ignores PYTHON* vars: -B below
 
-def _user_tasks() -> int:
+def _user_tasks()->int:
     "Number of tasks (threads) owned by this user now (the base for RLIMIT_NPROC when no cgroup is available)."
     uid, n = os.getuid(), 0
     for p in Path('/proc').iterdir():
@@ -158,22 +161,25 @@ def _user_tasks() -> int:
 class Executor:
     "Run programs in confined processes forked from a warm server (or cold interpreters)."
     def __init__(self,
-                 cpu_seconds: float = 5,  # CPU budget per program: the verdict-deciding limit (whole seconds)
-                 memory_mb: int = 2048,  # address-space limit per program (RLIMIT_AS), MiB; 0 for none
-                 wall_seconds: float | None = None,  # wall-clock backstop; default 10x the CPU budget + 10 s
-                 warm_imports: Sequence[str] = ('numpy', 'pandas'),  # libraries the server imports once
-                 workers: int | None = None,  # programs in flight; default: the machine's CPU count
-                 warm: bool = True,  # fork from the warm server; False: a fresh interpreter per program
-                 output_limit: int = 1 << 20,  # bytes of stdout (and of stderr) before 'output-limit'
-                 keep_output: int = 8192,  # bytes of each stream kept in the Verdict
-                 nproc: int = 64,  # processes + threads per program (cgroup) / extra for the user (RLIMIT_NPROC)
-                 file_mb: int = 64,  # largest file a program may write (RLIMIT_FSIZE), MiB
-                 scratch_mb: int = 1024,  # size of the tmpfs holding all private directories (with namespaces)
-                 namespaces: bool = True, landlock: bool = True, cgroups: bool = True,  # isolation layers to try
-                 guard: int = 8,  # a batch of >= guard distinct programs all stopped by the wall backstop raises
-                 python: str | None = None,  # interpreter for the server; default: this one
-                 cache: bool = True,  # reuse verdicts of identical (program, tests, limits)
-                 cache_size: int = 200_000):  # verdicts kept in the cache (oldest dropped first)
+                 cpu_seconds:float=5, # CPU budget per program: the verdict-deciding limit (whole seconds)
+                 memory_mb:int=2048, # address-space limit per program (RLIMIT_AS), MiB; 0 for none
+                 wall_seconds:float|None=None, # wall-clock backstop; default 10x the CPU budget + 10 s
+                 warm_imports:Sequence[str]=('numpy', 'pandas'), # libraries the server imports once
+                 workers:int|None=None, # programs in flight; default: the machine's CPU count
+                 warm:bool=True, # fork from the warm server; False: a fresh interpreter per program
+                 output_limit:int=1 << 20, # bytes of stdout (and of stderr) before 'output-limit'
+                 keep_output:int=8192, # bytes of each stream kept in the Verdict
+                 nproc:int=64, # processes + threads per program (cgroup) / extra for the user (RLIMIT_NPROC)
+                 file_mb:int=64, # largest file a program may write (RLIMIT_FSIZE), MiB
+                 scratch_mb:int=1024, # size of the tmpfs holding all private directories (with namespaces)
+                 namespaces:bool=True, # try pid, mount, network and user namespaces
+                 landlock:bool=True, # try Landlock write confinement
+                 cgroups:bool=True, # try one cgroup per slot (memory, pids)
+                 guard:int=8, # a batch of >= guard distinct programs all stopped by the wall backstop raises
+                 python:str|None=None, # interpreter for the server; default: this one
+                 cache:bool=True, # reuse verdicts of identical (program, tests, limits)
+                 cache_size:int=200_000, # verdicts kept in the cache (oldest dropped first)
+                ):
         self.cpu, self.memory_mb, self.warm = cpu_seconds, memory_mb, warm
         self.wall = wall_seconds if wall_seconds is not None else 10 * max(1, math.ceil(cpu_seconds)) + 10
         self.warm_imports, self.workers = tuple(warm_imports), workers or os.cpu_count() or 1
@@ -189,13 +195,15 @@ class Executor:
         try: self.close()
         except Exception: pass
 
-    def key(self, program: str, tests: Sequence[str] = ()) -> str:
+    def key(self, program:str, # the program text
+            tests:Sequence[str]=(), # its test snippets
+           )->str:
         "Cache key of a program with its tests under this executor's limits."
         h = hashlib.sha256(json.dumps([program, list(tests), self.cpu, self.memory_mb, self.output_limit, self.nproc]).encode())
         return h.hexdigest()
 
 # %% ../../nbs/21_sandbox.ipynb #c026e
-def _start(self: Executor) -> Executor:
+def _start(self:Executor)->Executor:
     "Start the server (idempotent); raise InfrastructureError when it cannot start."
     if self.proc is not None and self.proc.poll() is None: return self
     self.work = tempfile.mkdtemp(prefix='proposal_nb-sandbox-')
@@ -219,7 +227,7 @@ def _start(self: Executor) -> Executor:
     self.nproc_user = _user_tasks() + self.nproc * self.workers
     return self
 
-def _close(self: Executor):
+def _close(self:Executor):
     "Stop the server and remove its work directory."
     if self.proc is not None:
         try: self.proc.stdin.close()
@@ -233,11 +241,11 @@ def _close(self: Executor):
 Executor.start, Executor.close = _start, _close
 
 # %% ../../nbs/21_sandbox.ipynb #c026g
-def _send(self: Executor, obj, prefix: str = ''):
+def _send(self:Executor, obj:dict, prefix:str=''):
     try: self.proc.stdin.write((prefix + json.dumps(obj) + '\n').encode()); self.proc.stdin.flush()
     except OSError as e: raise InfrastructureError(f'sandbox server is gone: {e}') from e
 
-def _line(self: Executor, deadline: float) -> str:
+def _line(self:Executor, deadline:float)->str:
     "Next line from the server, or InfrastructureError at EOF or after `deadline`."
     fd = self.proc.stdout.fileno()
     while b'\n' not in self._buf:
@@ -253,7 +261,7 @@ def _line(self: Executor, deadline: float) -> str:
 Executor._send, Executor._line = _send, _line
 
 # %% ../../nbs/21_sandbox.ipynb #c026i
-def _next_result(self: Executor, inflight: dict) -> tuple[str, dict]:
+def _next_result(self:Executor, inflight:dict)->tuple[str, dict]:
     "The next result record from the server, with its request id (one of `inflight`)."
     line = self._line(time.monotonic() + self.wall + 60)
     kind, rid, rest = (line.split(' ', 2) + [''])[:3]
@@ -267,12 +275,15 @@ def _next_result(self: Executor, inflight: dict) -> tuple[str, dict]:
     return rid, res
 
 # %% ../../nbs/21_sandbox.ipynb #c027
-def _run(self: Executor, programs: Sequence[str], tests: Sequence[Sequence[str]] | None = None,
-         progress: bool = False) -> list[Verdict]:
+def _run(self:Executor,
+         programs:Sequence[str], # program texts
+         tests:Sequence[Sequence[str]]|None=None, # test snippets of each program, run after it (None: none)
+         progress:bool=False, # tqdm over programs
+        )->list[Verdict]: # aligned with `programs`
     "Run each program (then its tests) in the sandbox; verdicts aligned with `programs`."
     with self._lock: return _run_batch(self, programs, tests, progress)
 
-def _run_batch(self, programs, tests, progress):
+def _run_batch(self:Executor, programs:Sequence[str], tests:Sequence[Sequence[str]]|None, progress:bool)->list[Verdict]:
     programs = list(programs)
     tests = [tuple(t) for t in tests] if tests is not None else [()] * len(programs)
     if len(tests) != len(programs): raise ValueError(f'{len(programs)} programs but {len(tests)} test lists')

