@@ -5,6 +5,7 @@
 # %% ../../nbs/02_theory.ipynb #c001
 from __future__ import annotations
 import math
+from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
@@ -80,7 +81,8 @@ def token_weights(lengths, # [G] completion lengths in tokens
     if scheme == "token": return np.full_like(L, 1 / L.sum())
     raise ValueError(f"scheme must be 'sequence', 'grpo' or 'token', got {scheme!r}")
 
-def token_weight_table(lengths=(50, 200, 800))->pd.DataFrame:
+def token_weight_table(lengths:Sequence[int]=(50, 200, 800), # completion lengths |y|
+                      )->pd.DataFrame:
     "Per-token weight and total weight of each completion under the three schemes."
     L = np.asarray(lengths, dtype=float)
     rows = {s: token_weights(L, s) for s in ("sequence", "grpo", "token")}
@@ -90,14 +92,16 @@ def token_weight_table(lengths=(50, 200, 800))->pd.DataFrame:
     return df.set_index("length")
 
 # %% ../../nbs/02_theory.ipynb #c019
-def logweight_spread(per_token_nats, # systematic per-token log-ratio log p − log q
-                     length, # tokens in the completion
-                    ):
+def logweight_spread(per_token_nats:float|np.ndarray, # systematic per-token log-ratio log p − log q
+                     length:int|np.ndarray, # tokens in the completion
+                    )->tuple[np.ndarray, np.ndarray]: # (log-weight, weight)
     "Log-weight of a completion whose every token disagrees by `per_token_nats`, and the weight itself."
     lw = np.asarray(per_token_nats, dtype=float) * np.asarray(length, dtype=float)
     return lw, np.exp(lw)
 
-def spread_table(deltas=(0.002, 0.01, 0.03), lengths=(50, 200, 400, 1024))->pd.DataFrame:
+def spread_table(deltas:Sequence[float]=(0.002, 0.01, 0.03), # per-token disagreements δ (nats)
+                 lengths:Sequence[int]=(50, 200, 400, 1024), # completion lengths |y|
+                )->pd.DataFrame:
     "Weights exp(δ·|y|) for per-token disagreements δ and lengths |y|."
     return pd.DataFrame({L: [float(logweight_spread(d, L)[1]) for d in deltas] for L in lengths},
                         index=pd.Index(deltas, name="nats per token"))

@@ -91,7 +91,10 @@ def sample(logp:Tensor, # [S] or [P, S] log-probabilities of every sequence
 # %% ../../nbs/00_toy.ipynb #c014
 def _as_log(r:Tensor)->Tensor: return torch.log(r.double())
 
-def balanced(space:SequenceSpace, opener:int=0, closer:int=1)->Tensor:
+def balanced(space:SequenceSpace, # the toy sequence space
+             opener:int=0, # token that opens a bracket
+             closer:int=1, # token that closes one
+            )->Tensor: # [S] log r
     "log r: 0 if the `opener`/`closer` tokens form balanced brackets, else -inf."
     def ok(c):
         depth = 0
@@ -101,11 +104,15 @@ def balanced(space:SequenceSpace, opener:int=0, closer:int=1)->Tensor:
         return depth == 0
     return _as_log(torch.tensor([float(ok(c)) for c in space.strings]))
 
-def contains(space:SequenceSpace, token:int)->Tensor:
+def contains(space:SequenceSpace, # the toy sequence space
+             token:int, # the token a valid sequence contains
+            )->Tensor: # [S] log r
     "log r: 0 if the sequence contains `token`, else -inf."
     return _as_log(torch.tensor([float(token in c) for c in space.strings]))
 
-def graded(space:SequenceSpace, target:tuple)->Tensor:
+def graded(space:SequenceSpace, # the toy sequence space
+           target:tuple, # the token sequence to match as a prefix
+          )->Tensor: # [S] log r
     "log r with r = (length of the common prefix with `target`) / len(target)."
     def share(c):
         k = 0
@@ -114,34 +121,48 @@ def graded(space:SequenceSpace, target:tuple)->Tensor:
     return _as_log(torch.tensor([share(c) for c in space.strings]))
 
 # %% ../../nbs/00_toy.ipynb #c017
-def log_Z(logp:Tensor, logr:Tensor)->Tensor:
+def log_Z(logp:Tensor, # [..., S] log p(y|x)
+          logr:Tensor, # [..., S] log r(x,y)
+         )->Tensor: # [...]
     "log Z(x) = log Σ_y p r, over the last axis."
     return torch.logsumexp(logp + logr, -1)
 
-def log_posterior(logp:Tensor, logr:Tensor)->Tensor:
+def log_posterior(logp:Tensor, # [..., S] log p(y|x)
+                  logr:Tensor, # [..., S] log r(x,y)
+                 )->Tensor: # [..., S] (NaN rows where Z = 0)
     "log π(y|x) = log p + log r − log Z."
     return logp + logr - log_Z(logp, logr).unsqueeze(-1)
 
-def kl(logpi:Tensor, logq:Tensor)->Tensor:
+def kl(logpi:Tensor, # [..., S] log π
+       logq:Tensor, # [..., S] log q
+      )->Tensor: # [...]
     "KL(π‖q) over the last axis; terms with π = 0 count as 0."
     pi = logpi.exp()
     return torch.where(pi > 0, pi * (logpi - logq), torch.zeros_like(pi)).sum(-1)
 
-def chi2(logpi:Tensor, logq:Tensor)->Tensor:
+def chi2(logpi:Tensor, # [..., S] log π
+         logq:Tensor, # [..., S] log q
+        )->Tensor: # [...]
     "χ²(π‖q) = Σ π²/q − 1 over the last axis."
     return torch.where(logpi > -math.inf, (2 * logpi - logq).exp(), torch.zeros_like(logpi)).sum(-1) - 1
 
-def ess_fraction(logpi:Tensor, logq:Tensor)->Tensor:
+def ess_fraction(logpi:Tensor, # [..., S] log π
+                 logq:Tensor, # [..., S] log q
+                )->Tensor: # [...]
     "Large-M limit of ESS/M for importance sampling π with q: 1 / (1 + χ²)."
     return 1 / (1 + chi2(logpi, logq))
 
 # %% ../../nbs/00_toy.ipynb #c020
-def flat_grad(loss:Tensor, params)->Tensor:
+def flat_grad(loss:Tensor, # a scalar
+              params, # iterable of tensors (unused ones get zeros)
+             )->Tensor: # [sum of the parameters' sizes]
     "Gradient of a scalar `loss` w.r.t. `params`, flattened into one vector."
     params = list(params)
     grads = torch.autograd.grad(loss, params, allow_unused=True)
     return torch.cat([(g if g is not None else torch.zeros_like(p)).reshape(-1) for g, p in zip(grads, params)])
 
-def kl_grad(model:ToyLM, logpi:Tensor)->Tensor:
+def kl_grad(model:ToyLM, # the proposal q_φ
+            logpi:Tensor, # [P, S] exact log posterior
+           )->Tensor: # flattened gradient
     "Exact ∇_φ Σ_x KL(π(·|x) ‖ q_φ(·|x)) by summing over every sequence; `logpi` is [P, S]."
     return flat_grad(kl(logpi.detach(), model.log_probs()).sum(), model.parameters())
