@@ -28,7 +28,7 @@ def test_run_from_files(tmp_path):
     pc = pd.read_csv(out / "per_checkpoint.csv")
     assert pc.step.tolist() == [50, 200, 800]
     np.testing.assert_allclose(pc.train_wall_s, [s * 10 * 1.1 for s in (50, 200, 800)])   # 10 samples per step x 1.1 s
-    assert len(pd.read_csv(out / "per_prompt.csv")) == 60 * 3
+    assert len(pd.read_csv(out / "prompt_breakeven.csv")) == 60 * 3
     t = json.loads((out / "timing.json").read_text())
     assert t["seconds_per_sample"] == dict(generation=0.5, potential=0.2, scoring=0.1, update=0.3)
     assert json.loads((out / "config.json").read_text())["arm"] == "iguana"
@@ -54,7 +54,7 @@ def test_run_on_an_evaluation_table(tmp_path):
     pc = pd.read_csv(out / "per_checkpoint.csv")
     assert pc.checkpoint.tolist() == ["iguana"] and pc.step.tolist() == [8]                 # msc left out, step from the map
     base = draws[draws.checkpoint == "base"].groupby("prompt_id")
-    pp = pd.read_csv(out / "per_prompt.csv").set_index("prompt_id")
+    pp = pd.read_csv(out / "prompt_breakeven.csv").set_index("prompt_id")
     np.testing.assert_allclose(pp.loc[[f"p{i}" for i in range(12)], "Z"], base.valid.mean().loc[[f"p{i}" for i in range(12)]])  # all 6 draws
     ig = draws[draws.checkpoint == "iguana"].groupby("prompt_id").correct.mean()
     np.testing.assert_allclose(pp.loc[ig.index, "pass1_trained"], ig)

@@ -402,16 +402,14 @@ def export_breakeven(be:BreakEven, # from breakeven
                      out_dir:str|Path, # run folder (created)
                      source:str="", # where the timings came from (log path or 'dict')
                     )->dict:
-    "Write per_prompt.csv, per_checkpoint.csv, curve.csv and timing.json; return {name: path}."
-    out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
-    paths = {n: out / n for n in ("per_prompt.csv", "per_checkpoint.csv", "curve.csv", "timing.json")}
-    be.per_prompt.to_csv(paths["per_prompt.csv"], index=False)
-    be.per_checkpoint.to_csv(paths["per_checkpoint.csv"], index=False)
-    be.curve.to_csv(paths["curve.csv"], index=False)
+    "Write the tables prompt_breakeven, per_checkpoint, curve and the document timing.json; return {file name: path}."
+    from proposal_nb.results import write_table, write_json
+    paths = [write_table(out_dir, "prompt_breakeven", be.per_prompt), write_table(out_dir, "per_checkpoint", be.per_checkpoint),
+             write_table(out_dir, "curve", be.curve)]
     pc = be.per_checkpoint
     timing = dict(source=source, seconds_per_sample=be.costs._asdict(), device_stages=list(be.device_stages),
                   serving_seconds_per_prompt=dict(trained=be.costs.generation),
                   bills={str(ck): {c: float(pc[f"train_{c}"].iloc[i]) for c in CURRENCIES} | dict(step=int(pc.step.iloc[i]))
                          for i, ck in enumerate(pc.checkpoint)})
-    paths["timing.json"].write_text(json.dumps(timing, indent=2))
-    return {k: str(v) for k, v in paths.items()}
+    paths.append(write_json(out_dir, "timing", timing))
+    return {p.name: str(p) for p in paths}
