@@ -71,19 +71,21 @@ def _cut(order:np.ndarray, batch_size:int)->list:
     return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
 
 def sort_batches(lengths:np.ndarray, # [N] lengths
-                 batch_size:int=8,
+                 batch_size:int=8, # samples per batch
                 )->list: # index arrays
     "Whole-data-set length sort (stable), cut into batches."
     return _cut(np.argsort(np.asarray(lengths), kind="stable"), batch_size)
 
-def random_batches(lengths:np.ndarray, batch_size:int=8,
+def random_batches(lengths:np.ndarray, # [N] lengths
+                   batch_size:int=8, # samples per batch
                    gen:np.random.Generator|None=None, # randomness (required)
                   )->list:
     "Random permutation, cut into batches."
     if gen is None: raise ValueError("random_batches needs a numpy Generator")
     return _cut(gen.permutation(len(lengths)), batch_size)
 
-def diverse_batches(lengths:np.ndarray, batch_size:int=8,
+def diverse_batches(lengths:np.ndarray, # [N] lengths
+                    batch_size:int=8, # samples per batch
                     gen:np.random.Generator|None=None, # randomness (required)
                     chunk:int=512, # samples per chunk
                    )->list:
@@ -97,7 +99,7 @@ def diverse_batches(lengths:np.ndarray, batch_size:int=8,
 # %% ../../nbs/15_batching.ipynb #c013
 def tiered_batches(lengths:np.ndarray, # [N] lengths
                    prompt_ids:np.ndarray, # [N] prompt of each sample
-                   batch_size:int=8,
+                   batch_size:int=8, # samples per batch
                    gen:np.random.Generator|None=None, # randomness (required)
                    window:int=2048, # samples per length window
                   )->list:
@@ -148,12 +150,16 @@ def _floor_cut(L:np.ndarray, B:int)->tuple: # (batch sizes [n], their maxima [n]
     size = np.full(nb, B); size[int(np.argmin(T))] = r
     return size, Ls[np.cumsum(size) - 1], float(T.min())
 
-def padding_floor(lengths, batch_size:int)->float:
+def padding_floor(lengths:np.ndarray, # [N] lengths
+                  batch_size:int, # samples per batch
+                 )->float: # least padding share
     "Least padding share of any batching, diversity aside."
     L = np.asarray(lengths, dtype=float)
     return 1 - L.sum() / _floor_cut(L, batch_size)[2]
 
-def distinct_ceiling(prompt_ids, batch_size:int)->float:
+def distinct_ceiling(prompt_ids:np.ndarray, # [N] prompt of each sample
+                     batch_size:int, # samples per batch
+                    )->float: # most distinct prompts per batch, on average
     "Most distinct prompts per batch of any batching (max-flow = min-cut; attained)."
     _, k = np.unique(pd.factorize(np.asarray(prompt_ids))[0], return_counts=True)
     N, B = int(k.sum()), batch_size
@@ -212,7 +218,7 @@ def _swap_out(M:np.ndarray, L:np.ndarray, P:np.ndarray, over:list, tau:float):
 
 def spread_batches(lengths:np.ndarray, # [N] lengths
                    prompt_ids:np.ndarray, # [N] prompt of each sample
-                   batch_size:int=8,
+                   batch_size:int=8, # samples per batch
                    gen:np.random.Generator|None=None, # randomness (required): length ties and batch order
                    tau:float=np.inf, # padding a sample may take on to avoid a duplicate, relative to its length
                   )->list:
@@ -240,7 +246,9 @@ def _at_targets(points:pd.DataFrame, targets)->pd.DataFrame:
         rows.append(dict(target=float(t), padding=r.padding, distinct=r.distinct, tau=r.tau))
     return pd.DataFrame(rows)
 
-def frontier(lengths:np.ndarray, prompt_ids:np.ndarray, batch_size:int=8,
+def frontier(lengths:np.ndarray, # [N] lengths
+             prompt_ids:np.ndarray, # [N] prompt of each sample
+             batch_size:int=8, # samples per batch
              gen:np.random.Generator|None=None, # randomness (required): length ties
              targets=None, # distinct prompts per batch (None: 1 … B-1, B-½, B-¼, B-0.1, B)
              taus=TAUS, # tolerances tried
@@ -264,7 +272,9 @@ class Plan(NamedTuple):
     note: str            # what was chosen; when missed, why (the warning's text)
     points: pd.DataFrame # tau, distinct, padding, … of every tolerance tried
 
-def plan_batches(lengths:np.ndarray, prompt_ids:np.ndarray, batch_size:int=8,
+def plan_batches(lengths:np.ndarray, # [N] lengths
+                 prompt_ids:np.ndarray, # [N] prompt of each sample
+                 batch_size:int=8, # samples per batch
                  gen:np.random.Generator|None=None, # randomness (required): length ties and batch order
                  min_distinct:float|None=None, # target distinct prompts per batch (None: 15/16 of batch_size, 7.5 of 8)
                  max_padding:float=0.03, # padding budget
@@ -306,7 +316,7 @@ DEFAULT_SCHEME = "spread"
 def make_batches(scheme:str, # a key of SCHEMES
                  lengths:np.ndarray, # [N] lengths in tokens (> 0)
                  prompt_ids:np.ndarray, # [N] prompt of each sample
-                 batch_size:int=8,
+                 batch_size:int=8, # samples per batch
                  gen:np.random.Generator|None=None, # randomness (required; sort ignores it)
                 )->list: # index arrays, one per batch
     "Batches of `scheme` after checking the table."

@@ -33,7 +33,8 @@ class MSCInfo(NamedTuple):
     had_reference: Tensor   # [B] whether the prompt had a reference before this step
     log_uw: Tensor          # [B, M] raw log weights log r + log p − log q of the fresh draws (= log_w[:, 1:])
 
-def init(n_prompts:int)->MSCState:
+def init(n_prompts:int, # prompts in the training set
+        )->MSCState:
     "No references yet."
     if n_prompts < 1: raise ValueError(f"n_prompts must be ≥ 1, got {n_prompts}")
     z = lambda dt: torch.zeros(n_prompts, dtype=dt)
@@ -52,14 +53,16 @@ class Reference(NamedTuple):
     logp: Tensor  # [B]
     logr: Tensor  # [B]
 
-def reference(state:MSCState, prompts)->Reference:
+def reference(state:MSCState, # the MSC state
+              prompts, # [B] prompt ids
+             )->Reference:
     "The current references of `prompts` (the loop computes their log q under the current proposal)."
     pr = torch.as_tensor(prompts, dtype=torch.long).reshape(-1)
     k = state.ref_key[pr]
     return Reference(k >= 0, k, state.ref_logp[pr], state.ref_logr[pr])
 
 # %% ../../nbs/13_msc.ipynb #c006a
-def step(state:MSCState,
+def step(state:MSCState, # the MSC state (references of every prompt)
          prompts, # [B] distinct prompt ids
          ref_logq:Tensor, # [B] log q_φ of each prompt's reference, with grad (any finite value where there is none)
          logq:Tensor, # [B, M] log q_φ of the fresh draws, with grad
@@ -105,11 +108,13 @@ def step(state:MSCState,
     new.kept[pr] += kept.long()
     return new, loss, MSCInfo(J, kept, probs, lw, ess(lw), ref.has, lw[:, 1:].clone())
 
-def state_dict(state:MSCState)->dict:
+def state_dict(state:MSCState, # the MSC state
+              )->dict:
     "Plain dict of tensors, for torch.save."
     return {k: v.clone() for k, v in state._asdict().items()}
 
-def load_state_dict(d:dict)->MSCState:
+def load_state_dict(d:dict, # from `state_dict`
+                   )->MSCState:
     "Inverse of `state_dict`."
     missing = set(MSCState._fields) - set(d)
     if missing: raise KeyError(f"MSC state dict lacks {sorted(missing)}")
