@@ -1,5 +1,7 @@
 """Tiny online run for the distributed tests. One process: `python tests/dist_worker.py RUN_DIR [ESTIMATOR] [STEPS]`;
-several: `python -m torch.distributed.run --nproc_per_node=2 tests/dist_worker.py RUN_DIR [ESTIMATOR] [STEPS]`."""
+several: `python -m torch.distributed.run --nproc_per_node=2 tests/dist_worker.py RUN_DIR [ESTIMATOR] [STEPS]`.
+Environment: ENGINE (auto), STRATEGY (ddp or fsdp), DEVICE (cpu, or cuda: one process on cuda:0; ranks take their
+LOCAL_RANK's GPU), DTYPE (float32 or bfloat16), LORA_R (8), PROMPTS (prompts per step, 2)."""
 import os
 import sys
 
@@ -17,19 +19,21 @@ def has_a(tasks, completions):
 
 def main(run_dir, estimator="iguana", steps=4):
     torch.set_num_threads(1)
+    env = os.environ.get
     m, tok = tiny_model(seed=0)
+    m = m.to(getattr(torch, env("DTYPE", "float32")))
     torch.manual_seed(0)                 # peft draws the LoRA A matrices from the global RNG
-    model = add_lora(m, dropout=0.0)
+    model = add_lora(m, r=int(env("LORA_R", "8")), dropout=0.0)
     tasks = [Task(id=f"toy/{i}", prompt=f"task {i}") for i in range(6)]
-    cfg = online_config(estimator=estimator, M=4, prompts_per_step=2, steps=int(steps), lr=3e-3, max_new_tokens=8, checkpoint_every=2,
-                        engine=os.environ.get("ENGINE", "auto"))
+    cfg = online_config(estimator=estimator, M=4, prompts_per_step=int(env("PROMPTS", "2")), steps=int(steps), lr=3e-3, max_new_tokens=8,
+                        checkpoint_every=2, engine=env("ENGINE", "auto"))
     if "WORLD_SIZE" in os.environ:
         from proposal_nb.lm.distributed import DistributedOnlineRun, init_from_env
         init_from_env()
-        DistributedOnlineRun(model, tok, tasks, has_a, cfg, run_dir).train(progress=False)
+        DistributedOnlineRun(model, tok, tasks, has_a, cfg, run_dir, strategy=env("STRATEGY", "ddp")).train(progress=False)
         torch.distributed.destroy_process_group()
     else:
-        OnlineRun(model, tok, tasks, has_a, cfg, run_dir).train(progress=False)
+        OnlineRun(model.to(env("DEVICE", "cpu")), tok, tasks, has_a, cfg, run_dir).train(progress=False)
 
 
 if __name__ == "__main__":

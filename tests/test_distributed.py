@@ -1,5 +1,6 @@
-"""Data-parallel training on CPU with gloo: two ranks give the adapter one rank gives for the same global batch
-(within float tolerance), and a checkpoint written by two ranks resumes in one process."""
+"""Data-parallel training on CPU with gloo, through DDP and FSDP2: two ranks give the adapter one rank gives for the same
+global batch (within float tolerance), checkpoints move between world sizes and strategies, and bad launches fail with
+errors that name the bad value."""
 import os
 import subprocess
 import sys
@@ -13,15 +14,16 @@ WORKER = str(Path(__file__).with_name("dist_worker.py"))
 TOL = 5e-5   # float32 sums in a different order across ranks (each rank packs and scores its own shard), through Adam's normalisation
 
 
-def one(*args, engine="auto"):
-    r = subprocess.run([sys.executable, WORKER, *map(str, args)], capture_output=True, text=True, timeout=900, env=os.environ | {"ENGINE": engine})
-    assert r.returncode == 0, r.stderr[-3000:]
+def launch(ranks, *args, ok=True, **env):
+    pre = [sys.executable] if ranks == 0 else [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={ranks}"]
+    r = subprocess.run([*pre, WORKER, *map(str, args)], capture_output=True, text=True, timeout=900,
+                       env=os.environ | {k.upper(): str(v) for k, v in env.items()})
+    assert (r.returncode == 0) == ok, r.stderr[-3000:]
+    return r.stderr
 
 
-def two(*args, engine="auto"):
-    r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", WORKER, *map(str, args)],
-                       capture_output=True, text=True, timeout=900, env=os.environ | {"ENGINE": engine})
-    assert r.returncode == 0, r.stderr[-3000:]
+def one(*args, **env): return launch(0, *args, **env)
+def two(*args, **env): return launch(2, *args, **env)
 
 
 def adapter(run, step):
@@ -33,22 +35,48 @@ def max_diff(a, b):
     return max(float((a[k] - b[k]).abs().max()) for k in a)
 
 
-@pytest.mark.parametrize("estimator,engine", [("iguana", "fast"), ("msc", "fast"), ("iguana", "hf")])
-def test_two_ranks_equal_one(tmp_path, estimator, engine):
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    "One-process runs, one per (estimator, engine), shared by the strategies."
+    done = {}
+    def get(estimator, engine):
+        if (estimator, engine) not in done:
+            d = tmp_path_factory.mktemp(f"one-{estimator}-{engine}")
+            one(d, estimator, engine=engine); done[estimator, engine] = d
+        return done[estimator, engine]
+    return get
+
+
+@pytest.mark.parametrize("estimator,engine,strategy", [("iguana", "fast", "ddp"), ("msc", "fast", "ddp"), ("iguana", "hf", "ddp"),
+                                                       ("msc", "fast", "fsdp"), ("iguana", "hf", "fsdp")])
+def test_two_ranks_equal_one(tmp_path, reference, estimator, engine, strategy):
     """Each rank decodes its shard as one batch (2 prompts × 4 draws on one rank, 1 × 4 on each of two): keyed draws make
     the batches' composition irrelevant, and the estimator's step on the gathered batch gives every rank the same state."""
-    one(tmp_path / "one", estimator, engine=engine)
-    two(tmp_path / "two", estimator, engine=engine)
-    a, b = adapter(tmp_path / "one", 4), adapter(tmp_path / "two", 4)
+    ref = reference(estimator, engine)
+    two(tmp_path / "two", estimator, engine=engine, strategy=strategy)
+    a, b = adapter(ref, 4), adapter(tmp_path / "two", 4)
     assert max_diff(a, b) < TOL
-    assert max_diff(a, adapter(tmp_path / "one", 2)) > 20 * TOL           # training moved the adapter: the check has teeth
-    la, lb = (pd.read_parquet(tmp_path / x / "log.parquet") for x in ("one", "two"))
+    assert max_diff(a, adapter(ref, 2)) > 20 * TOL                         # training moved the adapter: the check has teeth
+    la, lb = (pd.read_parquet(Path(x) / "log.parquet") for x in (ref, tmp_path / "two"))
     pd.testing.assert_series_equal(la.validity, lb.validity)               # the same draws, graded the same
     assert (la.loss - lb.loss).abs().max() < 1e-4
 
 
-def test_checkpoint_of_two_ranks_resumes_in_one(tmp_path):
-    one(tmp_path / "ref", "iguana", 4)
-    two(tmp_path / "mixed", "iguana", 2)                                    # two ranks stop after step 2
-    one(tmp_path / "mixed", "iguana", 4)                                    # one process continues to step 4
-    assert max_diff(adapter(tmp_path / "ref", 4), adapter(tmp_path / "mixed", 4)) < TOL
+def test_checkpoints_move_between_world_sizes_and_strategies(tmp_path, reference):
+    ref = reference("iguana", "fast")
+    two(tmp_path / "a", "iguana", 2, engine="fast", strategy="ddp")      # two DDP ranks stop after step 2
+    one(tmp_path / "a", "iguana", 4, engine="fast")                      # one process continues to step 4
+    assert max_diff(adapter(ref, 4), adapter(tmp_path / "a", 4)) < TOL
+    one(tmp_path / "b", "iguana", 2, engine="fast")                      # one process stops after step 2
+    two(tmp_path / "b", "iguana", 4, engine="fast", strategy="fsdp")     # two FSDP ranks continue to step 4
+    assert max_diff(adapter(ref, 4), adapter(tmp_path / "b", 4)) < TOL
+
+
+def test_bad_launches_name_the_bad_value(tmp_path):
+    err = two(tmp_path / "few", "iguana", 2, ok=False, prompts=1)
+    assert "prompts_per_step=1 is less than the 2 processes" in err
+    one(tmp_path / "r8", "iguana", 2, engine="fast")
+    err = one(tmp_path / "r8", "iguana", 4, ok=False, engine="fast", lora_r=4)   # a checkpoint of rank 8 into a rank-4 adapter
+    assert "does not fit this model" in err and "(8, " in err and "(4, " in err
+    err = two(tmp_path / "r8", "msc", 4, ok=False, engine="fast")                # a different estimator
+    assert "different config" in err and "estimator.name" in err

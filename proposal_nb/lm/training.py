@@ -189,7 +189,7 @@ class OnlineRun:
         self.dir = Path(run_dir); self.dir.mkdir(parents=True, exist_ok=True)
         self.texts = prompt_texts(tokenizer, self.tasks)
         self.prompt_ids = [tokenizer(t, add_special_tokens=False).input_ids for t in self.texts]
-        self.params = [p for p in model.parameters() if p.requires_grad]
+        self.params = self.trainable(model)
         if not self.params: raise ValueError("the model has no trainable parameters (expected a PeftModel with a LoRA adapter)")
         L, pr = config.loop, config.prior
         self.opt = torch.optim.Adam(self.params, lr=L.lr, weight_decay=0.0)
@@ -198,7 +198,7 @@ class OnlineRun:
         self.prior_cfg, self.nucleus = pr.decoding(), pr.nucleus
         self.grad_ema, self.step, self.log, self.draws = None, 0, [], []
         rows = len(self.shard(list(range(L.prompts_per_step)))) * L.M
-        self.engine = engine or make_engine(L.engine, model, tokenizer, rows=rows, max_prompt_len=max(map(len, self.prompt_ids)),
+        self.engine = engine or self.build_engine(L.engine, model, tokenizer, rows=rows, max_prompt_len=max(map(len, self.prompt_ids)),
                                             max_new_tokens=L.max_new_tokens, nucleus_of=self.prior_cfg if self.nucleus else None,
                                             base_path=base_path, compile=L.compile, batch_size=L.gen_batch)
         self.dtype = next(model.parameters()).dtype
@@ -212,8 +212,23 @@ class OnlineRun:
     def gather(self, obj)->list:
         "`obj` from every process, in rank order."
         return [obj]
-    def reduce_grads(self):
-        "Sum the gradients over processes."
+    def trainable(self, model)->list:
+        "The tensors the optimizer updates: the adapter's parameters."
+        return [p for p in model.parameters() if p.requires_grad]
+    def build_engine(self, *args, **kw):
+        "The sampling engine (engines.make_engine)."
+        return make_engine(*args, **kw)
+    def score_rows(self, P:list, C:list)->tuple:
+        "Per-token log q (graph), log p and mask of prompts P and completions C (densities.score_tokens)."
+        return score_tokens(self.model, P, C, self.prior_cfg, DecodingConfig(), self.nucleus, batch_size=self.cfg.loop.score_batch)
+    def backward(self, loss:torch.Tensor, lq:torch.Tensor):
+        "Gradients of the step's loss in `self.params` (a distributed run also sums them over processes)."
+        if loss.requires_grad: loss.backward()
+    def trained_state(self)->dict:
+        "The adapter's weights (peft keys), as a checkpoint stores them."
+        return adapter_state(self.model)
+    def load_trained_state(self, state:dict): load_adapter_state(self.model, state)
+    def save_adapter(self, path): self.model.save_pretrained(path)
     rank = 0
     @property
     def is_main(self)->bool: return True
@@ -227,8 +242,8 @@ def _save(self:OnlineRun)->Path:
     "Write checkpoints/step-N/: the adapter (peft format) and the trainer state."
     d = self.dir / "checkpoints" / f"step-{self.step}"
     tmp = d.with_name(d.name + ".tmp"); shutil.rmtree(tmp, ignore_errors=True); tmp.mkdir(parents=True)
-    self.model.save_pretrained(tmp / "adapter")
-    torch.save(dict(step=self.step, adapter=adapter_state(self.model), optimizer=self.opt.state_dict(),
+    self.save_adapter(tmp / "adapter")
+    torch.save(dict(step=self.step, adapter=self.trained_state(), optimizer=self.opt.state_dict(),
                     estimator=self.est.state_dict(self.state), refs=self.refs, grad_ema=self.grad_ema,
                     torch_rng=torch.get_rng_state(), config=self.cfg.to_dict(), log=self.log, draws=self.draws), tmp / "trainer.pt")
     shutil.rmtree(d, ignore_errors=True); tmp.rename(d)
@@ -245,7 +260,13 @@ def _load_latest(self:OnlineRun)->bool:
     s = torch.load(ck[-1] / "trainer.pt", weights_only=False)
     diff = _config_diff(self.cfg.to_dict(), s["config"])
     if diff: raise ValueError(f"{self.dir} holds a run with a different config: {diff}")
-    load_adapter_state(self.model, s["adapter"])
+    mine = self.trained_state()
+    bad = sorted(set(mine) ^ set(s["adapter"])) or [k for k in mine if mine[k].shape != s["adapter"][k].shape]
+    if bad:
+        k = bad[0]
+        raise ValueError(f"{ck[-1]} holds an adapter that does not fit this model (LoRA rank or target modules differ): {k} is "
+                         f"{tuple(s['adapter'][k].shape) if k in s['adapter'] else 'missing'} there, {tuple(mine[k].shape) if k in mine else 'missing'} here")
+    self.load_trained_state(s["adapter"])
     self.opt.load_state_dict(s["optimizer"])
     self.state, self.refs, self.grad_ema = self.est.load_state_dict(s["estimator"]), s["refs"], s["grad_ema"]
     torch.set_rng_state(s["torch_rng"])
@@ -279,7 +300,7 @@ def _score(self:OnlineRun, ids:list[int], gens:list):
         for k in ref_keys.tolist():
             if k >= 0: P.append(self.refs[k][0]); C.append(self.refs[k][1])
     if not P: return torch.zeros(0), torch.zeros(0, dtype=torch.float64), None, None
-    lq_tok, lp_tok, mask = score_tokens(self.model, P, C, self.prior_cfg, DecodingConfig(), self.nucleus, batch_size=L.score_batch)
+    lq_tok, lp_tok, mask = self.score_rows(P, C)
     delta = None
     if L.check_weights:
         slp = _pad_rows([g.logprobs for d in gens for g in d], lq_tok.shape[1])
@@ -317,8 +338,7 @@ def _train_step(self:OnlineRun)->dict:
     visit = global_visit(parts, all_ids, self.rank, local)
     gen = torch.Generator().manual_seed(step_seed(L.seed, self.step, "select"))
     self.state, loss, info = self.est.step(self.state, visit, gen)
-    if loss.requires_grad: loss.backward()
-    self.reduce_grads()
+    self.backward(loss, lq)
     self._keep_references(parts)
     grads = [p.grad for p in self.params if p.grad is not None]
     gnorm = float(torch.nn.utils.clip_grad_norm_(self.params, L.grad_clip)) if grads else 0.0
