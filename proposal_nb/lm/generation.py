@@ -35,8 +35,10 @@ class Generation(NamedTuple):
 # %% ../../nbs/25_generation.ipynb #c007
 class TokenText:
     "Cached text of single tokens, to follow the completion's text token by token."
-    def __init__(self, tokenizer): self.tok, self.cache = tokenizer, {}
-    def __call__(self, t:int)->str:
+    def __init__(self, tokenizer, # decodes one token at a time
+                ): self.tok, self.cache = tokenizer, {}
+    def __call__(self, t:int, # a token id
+                )->str:
         if t not in self.cache: self.cache[t] = self.tok.decode([t], skip_special_tokens=True)
         return self.cache[t]
 
@@ -59,8 +61,11 @@ def stop_point(token_ids:Sequence[int], # a completion, possibly run past its st
 # %% ../../nbs/25_generation.ipynb #c010
 class PriorStepper:
     "The prior's next-token logits along a generation, with its own KV cache (a PeftModel's adapter switched off)."
-    def __init__(self, model, n_pad:torch.Tensor): self.model, self.n_pad, self.cache = model, n_pad, None
-    def __call__(self, input_ids):
+    def __init__(self, model, # the model (a PeftModel is run with its adapter off)
+                 n_pad:torch.Tensor, # [rows] left padding of each row
+                ): self.model, self.n_pad, self.cache = model, n_pad, None
+    def __call__(self, input_ids, # [rows, L] the tokens so far (prompt and completion)
+                )->torch.Tensor: # [rows, V] the prior's next-token logits
         from transformers import DynamicCache
         N, L = input_ids.shape
         am = (torch.arange(L, device=input_ids.device)[None] >= self.n_pad.to(input_ids.device)[:, None]).long()
@@ -75,13 +80,19 @@ class PriorStepper:
                                  past_key_values=self.cache, use_cache=True)
         return out.logits[:, -1]
 
+# %% ../../nbs/25_generation.ipynb #c010b
 class ConfigProcessor(LogitsProcessor):
     "Replace the scores by `config.logprobs` (optionally masked to the prior's kept set); keep each sampled token's log-prob."
-    def __init__(self, config:DecodingConfig, n_pad:torch.Tensor, prior:tuple|None=None):
+    def __init__(self, config:DecodingConfig, # the decoding config that defines the distribution
+                 n_pad:torch.Tensor, # [rows] left padding of each row (for the repetition penalty)
+                 prior:tuple|None=None, # (PriorStepper, prior config): restrict to the prior's kept set
+                ):
         self.config, self.n_pad, self.prior, self.prev, self.taken = config, n_pad, prior, None, []
     def _take(self, ids):
         if self.prev is not None: self.taken.append(self.prev.gather(-1, ids[:, -1:].to(self.prev.device))[:, 0].cpu())
-    def __call__(self, input_ids, scores):
+    def __call__(self, input_ids, # [rows, L] the tokens so far
+                 scores, # [rows, V] the model's logits
+                )->torch.Tensor: # [rows, V] the config's log-probs
         self._take(input_ids)
         seen = None
         if self.config.repetition_penalty != 1 or (self.prior is not None and self.prior[1].repetition_penalty != 1):
@@ -96,14 +107,20 @@ class ConfigProcessor(LogitsProcessor):
             keep = ~pcfg.logprobs(stepper(input_ids), seen).isinf()
             self.prev = self.prev.masked_fill(~keep, -math.inf).log_softmax(-1)
         return self.prev
-    def finish(self, sequences)->torch.Tensor: # [rows, steps]
+    def finish(self, sequences, # [rows, L] the finished sequences
+              )->torch.Tensor: # [rows, steps] log-prob of each sampled token
         self._take(sequences)
         return torch.stack(self.taken, 1) if self.taken else torch.zeros(sequences.shape[0], 0)
 
 class FenceStop(StoppingCriteria):
     "Stop a row once its completion holds a closing code fence."
-    def __init__(self, start:int, piece:TokenText): self.start, self.piece, self.text = start, piece, None
-    def __call__(self, input_ids, scores, **kw):
+    def __init__(self, start:int, # position where the completions start
+                 piece:TokenText, # token -> text
+                ): self.start, self.piece, self.text = start, piece, None
+    def __call__(self, input_ids, # [rows, L] the tokens so far
+                 scores, # unused (the stopping-criteria interface)
+                 **kw, # unused
+                )->torch.Tensor: # [rows] bool: the row is done
         if self.text is None: self.text = [""] * input_ids.shape[0]
         last = input_ids[:, -1].tolist()
         for i, t in enumerate(last): self.text[i] += self.piece(t)
@@ -170,7 +187,8 @@ def _mix32(x:torch.Tensor)->torch.Tensor:
     x = x ^ ((x >> 15) & 0x1FFFF); x = x * _M2
     return x ^ ((x >> 16) & 0xFFFF)
 
-def row_keys(*parts)->int:
+def row_keys(*parts, # labels, joined by '/' (seed, step, prompt id, draw index …)
+            )->int:
     "A 62-bit key from any labels (seed, step, prompt id, draw index …)."
     return int.from_bytes(hashlib.sha256("/".join(map(str, parts)).encode()).digest()[:8], "little") >> 2
 
@@ -201,16 +219,26 @@ def keyed_choice(logprobs:torch.Tensor, # [R, V] log π_t (−inf outside the ke
 # %% ../../nbs/25_generation.ipynb #c011f
 class KeyedProcessor(ConfigProcessor):
     "`ConfigProcessor` that also makes the choice: the keyed Gumbel-max token gets score 0, all others −inf (for greedy search)."
-    def __init__(self, config:DecodingConfig, n_pad:torch.Tensor, prior:tuple|None, keys:torch.Tensor, start:int):
+    def __init__(self, config:DecodingConfig, # the decoding config that defines the distribution
+                 n_pad:torch.Tensor, # [rows] left padding of each row
+                 prior:tuple|None, # (PriorStepper, prior config) or None
+                 keys:torch.Tensor, # [rows] row keys
+                 start:int, # position where the completions start (the key's step counter starts there)
+                ):
         super().__init__(config, n_pad, prior); self.h, self.start = key_hash(keys), start
-    def __call__(self, input_ids, scores):
+    def __call__(self, input_ids, # [rows, L] the tokens so far
+                 scores, # [rows, V] the model's logits
+                )->torch.Tensor: # [rows, V] 0 at the chosen token, −inf elsewhere
         lp = super().__call__(input_ids, scores)
         tok = keyed_choice(lp, self.h, input_ids.shape[1] - self.start)
         return torch.full_like(lp, -math.inf).scatter_(1, tok[:, None], 0.0)
 
 def generate_ids(self:HFGenerator, prompt_ids:Sequence[Sequence[int]], # token ids of each prompt
-                 n:int, seed:int|None=None, progress:bool=False, keys:torch.Tensor|None=None,
-                )->list[list[Generation]]:
+                 n:int, # draws per prompt
+                 seed:int|None=None, # seed of the draws (ignored when `keys` are given)
+                 progress:bool=False, # tqdm over batches
+                 keys:torch.Tensor|None=None, # [P·n] row keys (`row_keys`): each draw depends on its key only
+                )->list[list[Generation]]: # n generations for each prompt
     "`generate` from token ids."
     P = [list(p) for p in prompt_ids]
     rows = [j for j in range(len(P)) for _ in range(n)]
@@ -283,14 +311,16 @@ def check_exact_weights(generations, # Generations (a flat list or one list per 
     return res
 
 # %% ../../nbs/25_generation.ipynb #c023
-def adapter_digest(path:str|Path)->str:
+def adapter_digest(path:str|Path, # an adapter folder
+                  )->str: # sha1 hex digest of its files' names and bytes
     "A content hash of an adapter folder's files."
     h = hashlib.sha1()
     for f in sorted(Path(path).rglob("*")):
         if f.is_file(): h.update(f.name.encode()); h.update(f.read_bytes())
     return h.hexdigest()
 
-def vllm_cpu_env(root:str|Path=".cache/vllm"):
+def vllm_cpu_env(root:str|Path=".cache/vllm", # folder that holds vLLM's caches
+                ):
     "Environment defaults for vLLM on CPU: caches inside the workspace, a small KV cache, both cores for work."
     root = Path(root).resolve()
     for k, v in dict(VLLM_CACHE_ROOT=root/"vllm", TORCHINDUCTOR_CACHE_DIR=root/"inductor", XDG_CACHE_HOME=root/"xdg",
@@ -299,6 +329,7 @@ def vllm_cpu_env(root:str|Path=".cache/vllm"):
         os.environ.setdefault(k, str(v))
         if isinstance(v, Path): v.mkdir(parents=True, exist_ok=True)
 
+# %% ../../nbs/25_generation.ipynb #c023b
 class VLLMGenerator:
     "Sampling with vLLM's offline engine, same interface as `HFGenerator`; adapters as LoRA requests."
     def __init__(self, model_path:str|Path, # HF folder or id of the base model
@@ -323,7 +354,8 @@ class VLLMGenerator:
         self.piece, self.eos_ids = TokenText(self.tok), {self.tok.eos_token_id}
         self._adapter, self._lora_id = None, 0
 
-    def lora_request(self, adapter:str|Path|None):
+    def lora_request(self, adapter:str|Path|None, # a saved LoRA adapter folder (None: the base model)
+                    ):
         "The LoRA request for `adapter`, with a fresh id whenever its files change."
         if adapter is None: return None
         from vllm.lora.request import LoRARequest
@@ -343,24 +375,38 @@ class VLLMGenerator:
         return self.generate_ids(P, n, seed, adapter, config, progress)
 
     def generate_ids(self, prompt_ids:Sequence[Sequence[int]], # token ids of each prompt
-                     n:int, seed:int|None=None, adapter:str|Path|None=None, config:DecodingConfig|None=None, progress:bool=False,
-                    )->list[list[Generation]]:
+                     n:int, # draws per prompt
+                     seed:int|None=None, # per-request seed (GPU only)
+                     adapter:str|Path|None=None, # a saved LoRA adapter folder: sample q instead of p
+                     config:DecodingConfig|None=None, # this call's decoding config; None: the generator's
+                     progress:bool=False, # vLLM's own progress bar
+                    )->list[list[Generation]]: # n generations for each prompt
         "`generate` from token ids."
-        from vllm import SamplingParams
         c = config or self.config
         if c.greedy: raise ValueError("VLLMGenerator: temperature 0 is greedy decoding, a point mass with no density to weight")
-        sp = SamplingParams(n=n, temperature=c.temperature, top_k=c.top_k if c.top_k > 0 else 0, top_p=c.top_p, min_p=c.min_p,
-                            repetition_penalty=c.repetition_penalty, max_tokens=self.max_new_tokens, logprobs=0,
-                            seed=seed if torch.cuda.is_available() else None, skip_special_tokens=True)
+        sp = _vllm_sampling_params(c, n, self.max_new_tokens, seed)
         P = [list(p) for p in prompt_ids]
         outs = self.llm.generate([dict(prompt_token_ids=p) for p in P], sp, lora_request=self.lora_request(adapter), use_tqdm=progress)
-        res = []
-        for p, o in zip(P, outs):
-            row = []
-            for c_ in o.outputs:
-                ids = list(c_.token_ids)
-                lps = [d[t].logprob for t, d in zip(ids, c_.logprobs)]
-                k, why = stop_point(ids, self.eos_ids, self.piece, self.stop_at_fence)
-                row.append(Generation(p, ids[:k], self.tok.decode(ids[:k], skip_special_tokens=True), lps[:k], why))
-            res.append(row)
-        return res
+        return [[_vllm_generation(p, o_, self) for o_ in o.outputs] for p, o in zip(P, outs)]
+
+# %% ../../nbs/25_generation.ipynb #c023c
+def _vllm_sampling_params(c:DecodingConfig, # the decoding config (not greedy)
+                          n:int, # draws per prompt
+                          max_new_tokens:int, # completion cap
+                          seed:int|None, # per-request seed: used on GPU only (on CPU it crashes vLLM's worker)
+                         ):
+    "vLLM's `SamplingParams` for `c`, returning the sampled token's processed log-prob at each position."
+    from vllm import SamplingParams
+    return SamplingParams(n=n, temperature=c.temperature, top_k=c.top_k if c.top_k > 0 else 0, top_p=c.top_p, min_p=c.min_p,
+                          repetition_penalty=c.repetition_penalty, max_tokens=max_new_tokens, logprobs=0,
+                          seed=seed if torch.cuda.is_available() else None, skip_special_tokens=True)
+
+def _vllm_generation(prompt_ids:list[int], # the prompt's token ids
+                     out, # one vLLM `CompletionOutput` (token ids and per-position log-prob dicts)
+                     gen:VLLMGenerator, # supplies the tokenizer, eos ids and the fence rule
+                    )->Generation:
+    "One vLLM completion as a `Generation`, cut at eos or the closing fence, log-probs cut with it."
+    ids = list(out.token_ids)
+    lps = [d[t].logprob for t, d in zip(ids, out.logprobs)]
+    k, why = stop_point(ids, gen.eos_ids, gen.piece, gen.stop_at_fence)
+    return Generation(prompt_ids, ids[:k], gen.tok.decode(ids[:k], skip_special_tokens=True), lps[:k], why)

@@ -56,7 +56,8 @@ def embedded_model_path(cache_dir:str|Path|None=None, # cache folder (see `cache
 # %% ../../nbs/23_models.ipynb #c012
 def default_device()->str: return "cuda" if torch.cuda.is_available() else "cpu"
 
-def default_dtype(device:str)->torch.dtype:
+def default_dtype(device:str, # 'cpu', 'cuda', 'cuda:1', ...
+                 )->torch.dtype:
     "float32 on CPU, bf16 on CUDA."
     return torch.bfloat16 if str(device).startswith("cuda") else torch.float32
 

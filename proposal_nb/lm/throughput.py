@@ -73,7 +73,8 @@ class FlopModel(NamedTuple):
     layers: int      # decoder layers
     attn_dim: int    # heads × head dim (the width of QKᵀ and AV)
 
-def flop_model(model)->FlopModel:
+def flop_model(model, # a causal LM or a PeftModel
+              )->FlopModel:
     "Count linear-layer weights of `model` (a PeftModel too), split into body and LM head."
     head = model.get_output_embeddings()
     body = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear) and m is not head)
@@ -89,7 +90,10 @@ def forward_flops(fm:FlopModel, # from `flop_model`
     pairs = sum(t * (t + 1) / 2 for t in lengths)
     return 2 * fm.body * sum(lengths) + 2 * fm.head * logit_tokens + 4 * fm.layers * fm.attn_dim * pairs
 
-def lora_update_flops(fm:FlopModel, lengths:Sequence[int], logit_tokens:int)->float:
+def lora_update_flops(fm:FlopModel, # from `flop_model`
+                      lengths:Sequence[int], # tokens of each sequence
+                      logit_tokens:int, # positions that go through the LM head
+                     )->float:
     "Model FLOPs of forward + backward with frozen base weights (input gradients only)."
     attn = 4 * fm.layers * fm.attn_dim * sum(t * (t + 1) / 2 for t in lengths)
     fwd = forward_flops(fm, lengths, logit_tokens)
@@ -98,8 +102,8 @@ def lora_update_flops(fm:FlopModel, lengths:Sequence[int], logit_tokens:int)->fl
 # %% ../../nbs/28_throughput.ipynb #c017
 def matmul_tflops(n:int=8192, # square size
                   reps:int=20, # timed products
-                  dtype:torch.dtype=torch.bfloat16,
-                  device:str="cuda",
+                  dtype:torch.dtype=torch.bfloat16, # element type of the matrices
+                  device:str="cuda", # where to run them
                  )->float:
     "Measured dense matmul rate in TFLOP/s: median over `reps` products of random n×n matrices."
     g = torch.Generator(device).manual_seed(0)
@@ -117,8 +121,10 @@ def _now(device)->float:
 # %% ../../nbs/28_throughput.ipynb #c021
 class PhaseTimer:
     "Accumulate wall-clock seconds per named phase; syncs `device` at each boundary."
-    def __init__(self, device:str="cpu"): self.device, self.seconds = device, defaultdict(float)
-    def __call__(self, name:str): self._name = name; return self
+    def __init__(self, device:str="cpu", # the device synchronised at each boundary
+                ): self.device, self.seconds = device, defaultdict(float)
+    def __call__(self, name:str, # the phase the next `with` block times
+                ): self._name = name; return self
     def __enter__(self): self._t0 = _now(self.device); return self
     def __exit__(self, *exc): self.seconds[self._name] += _now(self.device) - self._t0
 
@@ -192,8 +198,9 @@ def online_step(model, # PeftModel (train mode is the caller's choice)
                 prompt_ids:Sequence[int], # the visit's prompt
                 prompt_index:int, # its id for the normaliser
                 potential:Callable, # completions [M, T] -> log r [M] (0 or -inf for a 0/1 checker)
-                norm_state:nz.NormalizerState, norm_cfg:nz.NormalizerConfig=nz.NormalizerConfig(),
-                cfg:iguana.IguanaConfig=iguana.IguanaConfig(),
+                norm_state:nz.NormalizerState, # the normaliser's statistics
+                norm_cfg:nz.NormalizerConfig=nz.NormalizerConfig(), # how Ẑ is formed and guarded
+                cfg:iguana.IguanaConfig=iguana.IguanaConfig(), # the IGUANA estimator's options
                 new_tokens:int=400, # completion cap
                 generator:torch.Generator|None=None, # sampling randomness
                 stop_id:int|None=None, # stop token; None: fixed length
