@@ -12,8 +12,8 @@ from torch import Tensor
 from ..theory.identities import kish_ess
 
 # %% auto #0
-__all__ = ['ess', 'log_weights', 'log_normalize', 'snis_weights', 'log_mean_weight', 'snis_mean', 'ess_np', 'log_normalize_np',
-           'log_mean_weight_np', 'snis_mean_np', 'clip_log_weights', 'relative_log_cap', 'PSIS', 'psis']
+__all__ = ['ess', 'log_weights', 'log_normalize', 'snis_weights', 'log_mean_weight', 'snis_mean', 'ess_np', 'log_mean_weight_np',
+           'log_normalize_np', 'snis_mean_np', 'clip_log_weights', 'relative_log_cap', 'PSIS', 'psis']
 
 # %% ../../nbs/10_weights.ipynb #c005
 def _check(name:str, x:Tensor)->Tensor:
@@ -65,42 +65,45 @@ def snis_mean(logw:Tensor, # [..., M] log weights
 # %% ../../nbs/10_weights.ipynb #c011b
 def _check_np(name:str, x:np.ndarray)->np.ndarray:
     x = np.asarray(x, dtype=np.float64)
-    if np.isnan(x).any(): raise ValueError(f"{name} has NaN at {np.argwhere(np.isnan(x))[0].tolist()}")
+    for bad, what in ((np.isnan(x), "NaN"), (x == np.inf, "+inf")):
+        if bad.any(): raise ValueError(f"{name} has {what} at {np.argwhere(bad)[0].tolist()}")
     return x
 
-def _logsumexp_np(x:np.ndarray, # [..., M] float64, no NaN
-                 )->np.ndarray: # [...] log Σ exp over the last axis (−inf for a row of −inf)
-    "log Σ exp over the last axis, after subtracting the row's maximum."
-    top = x.max(-1, keepdims=True)
+def _shifted_np(logw:np.ndarray, # [..., M] checked log weights
+               )->tuple[np.ndarray, np.ndarray]: # (exp(logw − row max) [..., M], row max [..., 1]; 0 for a row of −inf)
+    "Weights scaled so that each row's largest is 1: no overflow, and the sums below need no second pass."
+    top = logw.max(-1, keepdims=True)
     top = np.where(np.isfinite(top), top, 0.0)
-    with np.errstate(divide="ignore"): return np.log(np.exp(x - top).sum(-1)) + top[..., 0]
+    return np.exp(logw - top), top
 
 def ess_np(logw:np.ndarray, # [..., M] log weights (−inf for zero weight)
           )->np.ndarray: # [...] (Σu)²/Σu², 0 when every weight is 0
     "Kish effective sample size over the last axis: numpy twin of `ess`."
-    logw = _check_np("logw", logw)
-    a, b = _logsumexp_np(logw), _logsumexp_np(2 * logw)
-    with np.errstate(invalid="ignore"): out = np.exp(2 * a - b)
-    return np.where(np.isneginf(a), 0.0, out)
-
-def log_normalize_np(logw:np.ndarray, # [..., M] log weights
-                    )->np.ndarray: # [..., M] log w̄ (rows with no positive weight stay −inf)
-    "Self-normalised log weights over the last axis: numpy twin of `log_normalize`."
-    logw = _check_np("logw", logw)
-    lse = _logsumexp_np(logw)[..., None]
-    with np.errstate(invalid="ignore"): return np.where(np.isneginf(lse), -np.inf, logw - lse)
+    w, _ = _shifted_np(_check_np("logw", logw))
+    s, s2 = w.sum(-1), (w * w).sum(-1)
+    return np.where(s > 0, s * s / np.where(s > 0, s2, 1.0), 0.0)
 
 def log_mean_weight_np(logw:np.ndarray, # [..., M] log weights of one visit
                       )->np.ndarray: # [...] log (1/M Σ u), −inf when every weight is 0
     "Log of the visit's unbiased Ẑ estimate: numpy twin of `log_mean_weight`."
     logw = _check_np("logw", logw)
-    return _logsumexp_np(logw) - math.log(logw.shape[-1])
+    w, top = _shifted_np(logw)
+    with np.errstate(divide="ignore"): return np.log(w.sum(-1)) + top[..., 0] - math.log(logw.shape[-1])
+
+def log_normalize_np(logw:np.ndarray, # [..., M] log weights
+                    )->np.ndarray: # [..., M] log w̄ (rows with no positive weight stay −inf)
+    "Self-normalised log weights over the last axis: numpy twin of `log_normalize`."
+    logw = _check_np("logw", logw)
+    lse = log_mean_weight_np(logw)[..., None] + math.log(logw.shape[-1])
+    return np.where(np.isneginf(lse), -np.inf, logw - np.where(np.isneginf(lse), 0.0, lse))
 
 def snis_mean_np(logw:np.ndarray, # [..., M] log weights
                  values:np.ndarray, # [..., M] a function of each draw, e.g. correctness
                 )->np.ndarray: # [...] Σ w̄ f (0 when every weight is 0)
     "Self-normalised importance sampling estimate of E_π[f]: numpy twin of `snis_mean`."
-    return (np.exp(log_normalize_np(logw)) * np.asarray(values, dtype=np.float64)).sum(-1)
+    w, _ = _shifted_np(_check_np("logw", logw))
+    s = w.sum(-1)
+    return np.where(s > 0, (w * np.asarray(values, dtype=np.float64)).sum(-1) / np.where(s > 0, s, 1.0), 0.0)
 
 # %% ../../nbs/10_weights.ipynb #c013
 def clip_log_weights(logw:Tensor, # [..., M] log weights
