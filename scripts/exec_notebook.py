@@ -3,22 +3,12 @@ for machines without a Jupyter kernel (the GPU box has torch but no ipykernel/pa
 
     python scripts/exec_notebook.py nbs/runs/40_bench_gpu_step.ipynb sizes=1.5b profile=False out_dir=$OUT
 
-Each value is cast to the type of the parameter's default. Use papermill where it is installed: it also saves the
-executed notebook."""
-import json, sys
+A value is read as a Python literal when the parameter's default is not a string. The executor lives in the package
+(proposal_nb.lm.launch.exec_notebook; `python -m proposal_nb.lm.launch` does the same, and `launch_notebook` runs it
+under torchrun on several processes). Use papermill where it is installed: it also saves the executed notebook."""
+import sys
 
-
-def main(path, *assignments):
-    nb, g = json.load(open(path)), {"__name__": "__main__"}
-    over = dict(a.split("=", 1) for a in assignments)
-    for c in nb["cells"]:
-        if c["cell_type"] != "code": continue
-        exec(compile("".join(c["source"]), f"{path} cell {c.get('id')}", "exec"), g)
-        if "parameters" in c["metadata"].get("tags", []):
-            unknown = set(over) - set(g)
-            if unknown: raise SystemExit(f"{path} has no parameter(s) {sorted(unknown)}")
-            for k, v in over.items(): g[k] = (v == "True") if isinstance(g[k], bool) else type(g[k])(v)
-
+from proposal_nb.lm.launch import main
 
 if __name__ == "__main__":
-    main(*sys.argv[1:])
+    main(sys.argv[1:])

@@ -1,0 +1,42 @@
+"""launch_notebook runs a run notebook under torchrun (gloo on CPU here): every rank runs it with the parameters, joins
+the process group, and the exit code of a failing notebook comes back; scripts/exec_notebook.py still runs one process."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from proposal_nb.lm.launch import launch_notebook, torchrun_argv
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def notebook(d, body):
+    cells = [dict(cell_type="code", metadata={"tags": ["parameters"]}, source="steps: int = 2\nout: str = ''"),
+             dict(cell_type="code", metadata={}, source=body)]
+    p = Path(d) / "nb.ipynb"
+    p.write_text(json.dumps(dict(cells=cells, metadata={}, nbformat=4, nbformat_minor=5)))
+    return p
+
+
+SUM = ("import torch, torch.distributed as dist\nfrom proposal_nb.lm.distributed import init_from_env\n"
+       "r, w, dev = init_from_env('gloo'); t = torch.tensor([r + 1.0]); dist.all_reduce(t)\n"
+       "open(f'{out}/rank{r}.txt', 'w').write(f'{w} {t.item()} {steps} {dev}')")
+
+
+def test_two_gloo_ranks_run_the_notebook(tmp_path):
+    assert launch_notebook(notebook(tmp_path, SUM), dict(steps=5, out=str(tmp_path)), nproc=2) == 0
+    assert [(tmp_path / f"rank{r}.txt").read_text() for r in (0, 1)] == ["2 3.0 5 cpu"] * 2     # 1 + 2 summed on both ranks
+
+
+def test_a_failing_notebook_returns_its_exit_code(tmp_path):
+    p = notebook(tmp_path, "raise RuntimeError('cell failed on purpose')")
+    assert launch_notebook(p, {}, nproc=2) != 0
+    bad = subprocess.run(torchrun_argv(p, dict(stpes=3), nproc=1), capture_output=True, text=True)
+    assert bad.returncode != 0 and "no parameter(s) ['stpes']" in bad.stderr
+
+
+def test_exec_notebook_script_is_the_package_executor(tmp_path):
+    p = notebook(tmp_path, "open(f'{out}/done.txt', 'w').write(str(steps * 2))")
+    r = subprocess.run([sys.executable, str(ROOT / "scripts/exec_notebook.py"), str(p), "steps=21", f"out={tmp_path}"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert (tmp_path / "done.txt").read_text() == "42"
