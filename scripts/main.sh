@@ -1,6 +1,14 @@
 #!/usr/bin/env bash
 # Set up, then run the main job: the default pipeline on the embedded model and tasks, into results/.
+#   bash scripts/main.sh [proposal-nb options]   e.g. --results DIR, --only theory z, --help
+#   bash scripts/main.sh --lab [jupyter options]  set up with JupyterLab, then open the notebooks on the project's
+#                                                 kernel (.venv's python), e.g. --no-browser --port 8888
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = "--lab" ]; then
+  shift
+  bash scripts/setup.sh --lab
+  exec .venv/bin/jupyter lab --ServerApp.root_dir="$PWD" "$@" nbs/index.ipynb
+fi
 bash scripts/setup.sh
 exec .venv/bin/proposal-nb "$@"

