@@ -2,7 +2,7 @@
 with data marks), a click on a prompt shows its details and highlights it in every arm, and a screenshot of each
 page is saved.
 
-The site is built from synthetic run folders (`proposal_nb.site.build.synthetic_results`, three trained arms), so the test
+The site is built from synthetic run folders (`proposal_nb.analysis.fixtures.synthetic_results`, three trained arms), so the test
 exercises every page before real runs exist. Chromium comes from Debian's `chromium` package: when it is missing, the
 test installs it with scripts/setup_browser.sh (apt-get, about a minute); it skips, saying why, only when apt-get
 itself is unavailable. Screenshots go to $SITE_SCREENSHOTS when set, else to the test's tmp folder (printed).
@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from proposal_nb.site.build import Chromium, _POINT_JS, build_site, check_site, find_chromium, synthetic_results
+from proposal_nb.analysis.fixtures import synthetic_results
+from proposal_nb.site.browser import Chromium, _POINT_JS, check_site, find_chromium
+from proposal_nb.site.build import build_site
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ["index.html", "zc.html", "training.html", "heldout.html", "bins.html", "prompts.html", "report-card.html",
@@ -54,8 +56,8 @@ def read_panel(b:Chromium)->dict:
 def test_site_in_headless_chromium(tmp_path):
     exe = chromium()
     t0 = time.time()
-    synthetic_results(tmp_path / "results", arms=("iguana", "msc", "rbmsc"), n_prompts=30)
-    pages = build_site(tmp_path / "results", tmp_path / "_build", n_boot=300)
+    synthetic_results(tmp_path / "results", arms=("iguana", "msc", "rbmsc"), n_prompts=30, n_boot=300)
+    pages = build_site(tmp_path / "results", tmp_path / "_build")
     names = [p.name for p in pages]
     assert names[:len(PAGES)] == PAGES, names
     assert {"run-heldout.html", "run-theory.html", "run-rbmsc.html", "run-zx.html"} <= set(names), names
