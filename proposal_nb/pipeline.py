@@ -5,7 +5,7 @@
 # %% ../nbs/39_pipeline.ipynb #c001
 from __future__ import annotations
 import argparse, ast, json, math, os, shutil, sys, threading, time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Callable, Sequence
@@ -524,10 +524,14 @@ def _run_command(argv):
     if a.nproc > 1 or a.nnodes > 1:
         try: from proposal_nb.lm.launch import launch_notebook
         except ImportError as e: raise SystemExit(f"proposal-nb run --nproc: this version has no proposal_nb.lm.launch ({e})")
-        rc = launch_notebook(nb, params, nproc=a.nproc, nnodes=a.nnodes, node_rank=a.node_rank,
-                             master_addr=a.master_addr, master_port=a.master_port)
-        if rc: raise SystemExit(f"proposal-nb run: {a.nproc * a.nnodes} processes of {nb.name} ended with exit code {rc}")
-        return print(f"[proposal_nb] wrote {_rel(out)}")
+        kw = dict(nproc=a.nproc, nnodes=a.nnodes, node_rank=a.node_rank, master_addr=a.master_addr, master_port=a.master_port)
+        log = out / "run.log"
+        line = nullcontext() if a.verbose else StepLine(console_stream(), f"[proposal_nb] {nb.name} × {a.nproc} processes → {_rel(out)}")
+        try:
+            with line, (nullcontext() if a.verbose else output_to(log)):
+                if rc := launch_notebook(nb, params, **kw): raise SystemExit(f"proposal-nb run: the processes of {nb.name} ended with exit code {rc}; their output: {_rel(log)}")
+        except (ValueError, FileNotFoundError) as e: raise SystemExit(f"proposal-nb run: {e}")
+        return print(f"[proposal_nb] wrote {_rel(out)}" + ("" if a.verbose else f" (output and warnings: {_rel(log)})"))
     if a.verbose: return print(f"[proposal_nb] wrote {_rel(run_notebook(nb, out, params))}")
     log = out / "run.log"
     try:

