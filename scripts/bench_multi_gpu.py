@@ -40,8 +40,9 @@ def build(a, device):
 def run(a):
     from proposal_nb.lm.training import OnlineRun, online_config
     out = Path(a.dir); out.mkdir(parents=True, exist_ok=True)
-    world = int(os.environ.get("WORLD_SIZE", 1))
-    if world > 1:
+    dist_run = "RANK" in os.environ                              # under torchrun (any world size): DDP or FSDP2
+    world = 1
+    if dist_run:
         from proposal_nb.lm.distributed import DistributedOnlineRun, init_from_env
         rank, world, device = init_from_env()
     else: rank, device = 0, "cuda:0" if torch.cuda.is_available() else "cpu"
@@ -52,21 +53,21 @@ def run(a):
     cfg = online_config(engine="fast", compile=a.compile, estimator=a.estimator, M=a.M, prompts_per_step=a.prompts, steps=a.steps + 1,
                         lr=1e-4, max_new_tokens=a.new_tokens, checkpoint_every=10**6, seed=42)
     args = (pm, tok, tasks, parity, cfg, out / "run")
-    run = DistributedOnlineRun(*args, strategy=a.strategy, resume=False) if world > 1 else OnlineRun(*args, resume=False)
+    run = DistributedOnlineRun(*args, strategy=a.strategy, resume=False) if dist_run else OnlineRun(*args, resume=False)
     build_s = time.perf_counter() - t0
     if cuda: torch.cuda.synchronize(); torch.cuda.reset_peak_memory_stats()
     after_build_gb = torch.cuda.memory_allocated() / 2**30 if cuda else 0.0
     wall = []
     for _ in range(a.steps):
-        if world > 1: torch.distributed.barrier()
+        if dist_run: torch.distributed.barrier()
         if cuda: torch.cuda.synchronize()
         s = time.perf_counter()
         run.train(progress=False, stop_after=1)
         if cuda: torch.cuda.synchronize()
-        if world > 1: torch.distributed.barrier()
+        if dist_run: torch.distributed.barrier()
         wall.append(time.perf_counter() - s)
     peak = [torch.cuda.max_memory_allocated() / 2**30 if cuda else 0.0, after_build_gb]
-    peaks = run.gather(peak) if world > 1 else [peak]
+    peaks = run.gather(peak) if dist_run else [peak]
     if rank == 0:
         log = pd.DataFrame(run.log)
         timed = log.iloc[1:]
@@ -74,7 +75,7 @@ def run(a):
         res = dict(machine=torch.cuda.get_device_name() if cuda else platform.processor() or "cpu", gpus=world if cuda else 0,
                    date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                    commit=os.environ.get("BENCH_COMMIT") or subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip() or None,
-                   torch=torch.__version__, world=world, strategy=a.strategy if world > 1 else "single", size=a.size, params=n_params,
+                   torch=torch.__version__, world=world, strategy=a.strategy if dist_run else "single", size=a.size, params=n_params,
                    prompts_per_step=a.prompts, M=a.M, rows_per_step=rows, rows_per_rank=rows // world, new_tokens=a.new_tokens,
                    compile=a.compile, estimator=a.estimator, steps=a.steps, step_wall_s=wall, build_s=build_s,
                    samples_per_s=rows * (len(wall) - 1) / sum(wall[1:]), s_per_sample=sum(wall[1:]) / (rows * (len(wall) - 1)),
@@ -86,7 +87,7 @@ def run(a):
         torch.save({k: v.float().cpu() for k, v in run.trained_state().items()}, out / "adapter.pt")
         log.to_parquet(out / "log.parquet"); pd.DataFrame(run.draws).to_parquet(out / "draws.parquet")
         print(json.dumps({k: v for k, v in res.items() if k not in ("step_wall_s",)}), flush=True)
-    if world > 1: torch.distributed.destroy_process_group()
+    if dist_run: torch.distributed.destroy_process_group()
 
 
 def summarize(a):
