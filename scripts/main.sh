@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 if [ "${1:-}" = "--lab" ]; then
   shift
   bash scripts/setup.sh --lab
-  exec .venv/bin/jupyter lab --ServerApp.root_dir="$PWD" "$@" nbs/index.ipynb
+  root=(); [ "$(id -u)" -eq 0 ] && root=(--allow-root)     # GPU boxes often run as root; JupyterLab refuses it unless told
+  exec .venv/bin/jupyter lab --ServerApp.root_dir="$PWD" "${root[@]}" "$@" nbs/index.ipynb
 fi
 bash scripts/setup.sh
 exec .venv/bin/proposal-nb "$@"
