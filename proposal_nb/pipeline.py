@@ -135,10 +135,11 @@ def time_left(estimates:dict, # step -> expected seconds
               done:dict, # step -> measured seconds, for the steps finished so far
               todo:Sequence[str], # steps still to run, the running one first
               elapsed:float=0.0, # seconds the running step has taken so far
+              prior_s:float=60.0, # seconds of agreement assumed before any step finished (damps the first short steps)
              )->float:
     "Seconds left in the job: the estimates of the steps to run, scaled by measured / estimated over the finished steps."
     known = [k for k in done if estimates.get(k, 0) > 0]
-    scale = sum(done[k] for k in known) / sum(estimates[k] for k in known) if known else 1.0
+    scale = (sum(done[k] for k in known) + prior_s) / (sum(estimates[k] for k in known) + prior_s) if known or prior_s else 1.0
     if not todo: return 0.0
     current = max(estimates.get(todo[0], 0) * scale - elapsed, 0.0)
     return current + scale * sum(estimates.get(k, 0) for k in todo[1:])
@@ -349,11 +350,11 @@ def job_tables(results)->tuple:
     return summary, paired, nstar
 
 def job_summary(results, # the job's results folder
-                timing:dict, # {step: seconds} of this run
+                seconds:float, # how long the job took
                )->str:
     "What to open and what was found: total time, the site, the headline table (each arm against base), the findings checked."
     R = Path(results).resolve()
-    lines = [f"[proposal_nb] done in {fmt_seconds(sum(timing.values()))} · results in {_rel(R)} · notebooks' output and warnings in {_rel(R / JOB_LOG)}"]
+    lines = [f"[proposal_nb] done in {fmt_seconds(seconds)} · results in {_rel(R)} · notebooks' output and warnings in {_rel(R / JOB_LOG)}"]
     if (R / "site" / "index.html").exists(): lines.append(f"  open the site: {R / 'site' / 'index.html'}")
     try: summary, paired, nstar = job_tables(R)
     except ValueError as e: return "\n".join(lines + [f"  (the evaluation tables could not be read: {e})"])
@@ -564,6 +565,8 @@ def main(argv=None):
     ap.add_argument("--only", nargs="*", metavar="STEP", help="run only these steps (names below)")
     ap.add_argument("--verbose", action="store_true", help="everything on the console: papermill's bars, the cells' output, warnings")
     a = ap.parse_args(argv)
-    try: timing = run_pipeline(a.results, a.only, verbose=a.verbose)
-    except StepFailed as e: raise SystemExit(f"[proposal_nb] {e}")
-    print(job_summary(a.results, timing))
+    t0 = time.time()
+    try: run_pipeline(a.results, a.only, verbose=a.verbose)
+    except StepFailed as e:                      # what the finished steps found, then the failure
+        print(job_summary(a.results, time.time() - t0)); raise SystemExit(f"[proposal_nb] {e}")
+    print(job_summary(a.results, time.time() - t0))

@@ -78,6 +78,7 @@ fi
 
 # (a python without ensurepip, as on some GPU images, gets a venv without pip: the reused CUDA python's pip serves it)
 [ -x .venv/bin/python ] || run "$PY" -m venv .venv 2>/dev/null || run "$PY" -m venv --without-pip .venv
+[ "$DRY" = 1 ] || printf '%s' "$OPTIONS" > .venv/setup-options    # now, so a plain re-run after a failure retries the same
 if [ "$GPU" = 1 ]; then
   if ! cuda_torch .venv/bin/python; then
     if [ "${REUSE_TORCH:-1}" = 1 ] && cuda_torch "$PY"; then
@@ -119,6 +120,5 @@ if ! .venv/bin/python -c "import importlib.util as u, sys; sys.exit(u.find_spec(
   fi
 fi
 [ "$DRY" = 1 ] && exit 0
-printf '%s' "$OPTIONS" > .venv/setup-options
 echo "$STAMP" > .venv/setup-stamp
 if [ "$GPU" = 1 ]; then exec .venv/bin/proposal-nb env --require-gpu ${MODEL:+--model "$MODEL"}; fi
