@@ -1,0 +1,249 @@
+"""The published experiment on real runs (issue 16): every arm trained on the same split, seed and sample budget,
+chained through GPU jobs of at most 10 minutes with exact resume.
+
+    python scripts/campaign.py plan OUT                      # write the pre-registered campaign.json (before any run)
+    python scripts/campaign.py base RUNS [--gguf FILE]           # the base arm's held-out draws (once per campaign)
+    python scripts/campaign.py train ARM RUNS --deadline-s 480 [--gguf FILE] [--model PATH] [--no-eval]
+    python scripts/campaign.py pack RUNS/ARM FILE.tar.gz      # what the next job needs: config, tables, adapters, newest state
+    python scripts/campaign.py unpack FILE.tar.gz RUNS
+    python scripts/campaign.py chain-check DIR --steps 6 --split-at 3 [--gguf FILE]
+
+At each log-spaced checkpoint, `train` also draws the held-out split (R x M = 4 x 10 per prompt, the same keys as
+every other arm) and re-scores the base arm's draws under the checkpoint (the report card's prior table), restoring
+the RNG states so that training does not see it. Only these tables and the newest state travel between jobs.
+`train` resumes ARM from RUNS/ARM (exact: adapter, optimizer, estimator state, references, RNG), trains until the step
+budget or until the deadline, saves a checkpoint at every log-spaced step and at the deadline, and appends the job's
+wall-clock seconds to RUNS/ARM/ledger.jsonl (training and evaluation apart), so that the GPU minutes an arm costs are the sum over its jobs.
+`chain-check` trains one short case unbroken and the same case in two processes (pack / unpack between them, as on
+the box) and asserts they are identical (`training.same_run`)."""
+import argparse, json, math, os, subprocess, sys, tarfile, time
+from datetime import datetime, timezone
+from pathlib import Path
+
+# The pre-registered design: fixed before any arm ran, never chosen from an outcome.
+SHARED = dict(M=10, prompts_per_step=8, steps=250, lr=1e-4, grad_clip=1.0, max_new_tokens=256, seed=42,
+              mu0=0.48, n0=100.0, m0=50.0, baseline_cap=1.0, engine="fast", check_weights=True)
+SPLIT = dict(tasks="embedded", difficulties=("easy", "medium"), heldout_frac=0.3, split_seed=42)  # 59 train, 25 held out
+ARMS = {  # arm: (settings over SHARED, why)
+    "iguana": (dict(estimator="iguana", clip=3.0, fold_clip=10.0), "the published recipe (clip 3·Ẑ, fold 10·Ẑ)"),
+    "iguana_kl": (dict(estimator="iguana", clip=3.0, fold_clip=10.0, kl_beta=0.1), "the published recipe with the KL anchor β = 0.1"),
+    "msc": (dict(estimator="msc"), "MSC, M = 10"),
+    "rb_msc": (dict(estimator="rb-msc"), "RB-MSC, M = 10"),
+    "msc_m2": (dict(estimator="msc", M=2, steps=1250), "the MSC M = 2 control for RB-MSC (same 20,000 draws: 1,250 steps)"),
+}
+WHY = dict(lr="1e-4: the project's earlier H200 runs of this 135M model; MISSION's 1e-5 is for 3B-30B models",
+           mu0="0.48: the base model's mean validity on the 59 training prompts (published/h200_z_embedded, 1,180 draws)",
+           checkpoints="log-spaced, 4 per factor of 4 in steps: round(steps^(k/4)), k = 1..4",
+           evaluation="held-out split (25 prompts), R x M = 4 x 10 draws per prompt and checkpoint, the same keys for every arm")
+
+
+def log_steps(steps:int, per:int=4)->list[int]:
+    "Checkpoint steps spaced evenly in log(step): round(steps^(k/per)), k = 1..per."
+    return sorted({max(1, round(steps ** (k / per))) for k in range(1, per + 1)})
+
+
+def arm_config(arm:str, overrides:dict|None=None):
+    "The OnlineConfig of one arm (`overrides`: for smoke tests off the box only; they are recorded in the ledger)."
+    from proposal_nb.lm.training import online_config
+    if arm not in ARMS: raise SystemExit(f"unknown arm {arm!r}; arms: {', '.join(ARMS)}")
+    s = SHARED | ARMS[arm][0] | (overrides or {})
+    return online_config(**s, checkpoint_every=s["steps"] + 1)  # checkpoints are saved here, at log-spaced steps
+
+
+def plan(out:Path):
+    "Write campaign.json: the design, fixed before any run."
+    out.mkdir(parents=True, exist_ok=True)
+    doc = dict(written=datetime.now(timezone.utc).isoformat(timespec="seconds"), shared=SHARED, split=SPLIT,
+               arms={a: dict(settings=ARMS[a][0], what=ARMS[a][1], checkpoints=log_steps((SHARED | ARMS[a][0])["steps"]),
+                             draws=(SHARED | ARMS[a][0])["steps"] * (SHARED | ARMS[a][0])["M"] * SHARED["prompts_per_step"])
+                         for a in ARMS}, why=WHY, commit=_commit())
+    (out / "campaign.json").write_text(json.dumps(doc, indent=1))
+    print(json.dumps(doc, indent=1))
+
+
+def _commit()->str|None:
+    if os.environ.get("CAMPAIGN_COMMIT"): return os.environ["CAMPAIGN_COMMIT"]   # a source snapshot without .git (the GPU box)
+    return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip() or None
+
+
+def _model_path(a)->str:
+    from proposal_nb.lm.models import embedded_model_path
+    return a.model or str(embedded_model_path(gguf=a.gguf or None))
+
+
+def _tasks():
+    from proposal_nb.lm.rollouts import load_task_source
+    from proposal_nb.programs.tasks import split_tasks
+    tasks = load_task_source(SPLIT["tasks"], "native", list(SPLIT["difficulties"]), None)
+    return split_tasks(tasks, SPLIT["heldout_frac"], SPLIT["split_seed"])
+
+
+def open_run(arm:str, run_dir:Path, model_path:str, config=None):
+    "The arm's OnlineRun in run_dir, resumed from its newest checkpoint."
+    import torch
+    from proposal_nb.lm.models import add_lora, load_model
+    from proposal_nb.lm.training import OnlineRun
+    from proposal_nb.programs.potentials import make_potential
+    from proposal_nb.programs.sandbox import Executor
+    cfg = config or arm_config(arm)
+    train, _ = _tasks()
+    lm, tok = load_model(model_path)
+    torch.manual_seed(cfg.loop.seed)              # peft draws the LoRA A matrices from the global RNG
+    peft = add_lora(lm, r=8, alpha=16)
+    ex = Executor().__enter__()
+    return OnlineRun(peft, tok, train, make_potential("no_error", ex), cfg, run_dir, base_path=model_path), ex
+
+
+EVAL = dict(R=4, M=10, seed=7, batch_size=160)  # held-out draws per prompt and checkpoint: R x M = 40 (PSIS k-hat defined)
+
+
+def heldout_draws(model, tok, name:str, state, ex, keep_tokens:bool=False):
+    "The held-out split's R x M draws of one checkpoint (the same keys for every arm), with both densities and grades."
+    from proposal_nb.lm.rollouts import evaluation_draws
+    from proposal_nb.programs.potentials import make_potential
+    _, heldout = _tasks()
+    return evaluation_draws(model, tok, heldout, name, state, EVAL["R"], EVAL["M"], make_potential("no_error", ex),
+                            make_potential("correctness", ex), seed=EVAL["seed"], max_new_tokens=SHARED["max_new_tokens"],
+                            batch_size=EVAL["batch_size"], keep_tokens=keep_tokens, progress=False, engine="auto")
+
+
+def base_eval(runs:Path, model_path:str)->Path:
+    "The base arm's held-out draws, with token ids (re-scored under every checkpoint for the report card)."
+    import torch
+    from proposal_nb.lm.models import add_lora, load_model
+    from proposal_nb.programs.sandbox import Executor
+    t0, out = time.time(), runs / "base"; out.mkdir(parents=True, exist_ok=True)
+    lm, tok = load_model(model_path); torch.manual_seed(0); peft = add_lora(lm, r=8, alpha=16)
+    with Executor() as ex: d = heldout_draws(peft, tok, "base", None, ex, keep_tokens=True)
+    d.to_parquet(out / "heldout_draws.tmp.parquet"); (out / "heldout_draws.tmp.parquet").rename(out / "heldout_draws.parquet")
+    job = dict(arm="base", wall_s=round(time.time() - t0, 1), draws=len(d), validity=float(d.valid.mean()), gpu=_gpu(),
+               date=datetime.now(timezone.utc).isoformat(timespec="seconds"), commit=_commit())
+    with open(out / "ledger.jsonl", "a") as f: f.write(json.dumps(job) + "\n")
+    print(json.dumps(job), flush=True)
+    return out / "heldout_draws.parquet"
+
+
+def checkpoint_eval(run, base_file:Path, ex)->dict:
+    "Evaluate the run's current adapter on the held-out split, invisibly to training (RNG states and mode restored)."
+    import pandas as pd, torch
+    from proposal_nb.lm.rollouts import adapter_state, prior_table
+    t0 = time.time()
+    for _ in range(600):                           # the base arm is drawn by another process of the same job
+        if base_file.exists(): break
+        time.sleep(1)
+    rng, cuda_rng, training = torch.get_rng_state(), torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None, run.model.training
+    name, state = f"step-{run.step}", {k: v.clone() for k, v in adapter_state(run.model).items()}
+    d = heldout_draws(run.model, run.tok, name, state, ex)
+    prior = prior_table(run.model, pd.read_parquet(base_file), name, state)
+    out = run.dir / "heldout"; out.mkdir(exist_ok=True)
+    d.to_parquet(out / f"{name}_draws.parquet"); prior.to_parquet(out / f"{name}_prior.parquet")
+    torch.set_rng_state(rng); run.model.train(training)
+    if cuda_rng is not None: torch.cuda.set_rng_state_all(cuda_rng)
+    res = dict(checkpoint=name, eval_s=round(time.time() - t0, 1), validity=float(d.valid.mean()), correct=float(d.correct.mean()))
+    print(json.dumps(res), flush=True)
+    return res
+
+
+def train(arm:str, run_dir:Path, model_path:str, deadline_s:float, config=None, stop_at:int|None=None, overrides=None,
+          base_file:Path|None=None)->dict:
+    "Train until the arm's step budget, `stop_at`, or the deadline; checkpoint (and evaluate) at log-spaced steps."
+    t0 = time.time()
+    run, ex = open_run(arm, run_dir, model_path, config)
+    start, L = run.step, run.cfg.loop
+    marks, end = set(log_steps(L.steps)), min(L.steps, stop_at or L.steps)
+    t_steps, evals = [], []
+    try:
+        while run.step < end:
+            ts = time.time()
+            run.train(progress=False, stop_after=1)
+            t_steps.append(time.time() - ts)
+            if run.step in marks:
+                run.save()
+                if base_file is not None: evals.append(checkpoint_eval(run, base_file, ex))
+            if time.time() - t0 + 1.5 * max(t_steps[-3:]) + (60 if (run.step + 1) in marks else 0) > deadline_s: break
+        if not run.checkpoint_dirs() or run.checkpoint_dirs()[-1].name != f"step-{run.step}": run.save()
+    finally:
+        ex.__exit__(None, None, None)
+    job = dict(arm=arm, start_step=start, end_step=run.step, steps=L.steps, wall_s=round(time.time() - t0, 1),
+               step_s_mean=round(sum(t_steps) / max(1, len(t_steps)), 3), train_s=round(sum(t_steps), 1),
+               eval_s=round(sum(e["eval_s"] for e in evals), 1), samples=(run.step - start) * L.M * L.prompts_per_step,
+               overrides=overrides or {}, gpu=_gpu(), date=datetime.now(timezone.utc).isoformat(timespec="seconds"), commit=_commit())
+    with open(run_dir / "ledger.jsonl", "a") as f: f.write(json.dumps(job) + "\n")
+    print(json.dumps(job), flush=True)
+    return job
+
+
+def _cast(default, v:str):
+    if isinstance(default, bool): return v == "True"
+    return type(default)(v) if default is not None else v
+
+
+def _gpu()->str:
+    import torch
+    return torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
+
+
+def pack(run_dir:Path, dest:Path):
+    "Tar what resuming and the analysis need: config, tables, ledger, held-out tables, and the newest checkpoint only."
+    ck = sorted((run_dir / "checkpoints").glob("step-*"), key=lambda p: int(p.name.split("-")[1]))
+    ck = [c for c in ck if not c.name.endswith(".tmp")]
+    with tarfile.open(dest, "w:gz") as t:
+        for f in sorted(run_dir.iterdir()):
+            if f.is_file(): t.add(f, arcname=f"{run_dir.name}/{f.name}")
+        if (run_dir / "heldout").is_dir(): t.add(run_dir / "heldout", arcname=f"{run_dir.name}/heldout")
+        if ck: t.add(ck[-1], arcname=f"{run_dir.name}/checkpoints/{ck[-1].name}")
+    print(f"{dest}: {dest.stat().st_size / 2**20:.2f} MiB, newest state {ck[-1].name if ck else None}")
+
+
+def unpack(src:Path, runs:Path):
+    runs.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(src) as t: t.extractall(runs, filter="data")
+
+
+def chain_check(d:Path, model_path:str, steps:int, split_at:int, arm:str="iguana", sets=())->bool:
+    "A short case trained unbroken and in two processes with pack/unpack between them: identical adapters and logs."
+    from proposal_nb.lm.training import same_run
+    d.mkdir(parents=True, exist_ok=True)
+    job = lambda run_dir, stop: subprocess.run([sys.executable, __file__, "_train_small", arm, str(run_dir), "--steps", str(steps),
+                                                "--model", model_path, "--stop-at", str(stop), *(f"--set={x}" for x in sets)], check=True)
+    job(d / "unbroken", steps)
+    job(d / "part1" / arm, split_at)
+    pack(d / "part1" / arm, d / "part1.tar.gz"); unpack(d / "part1.tar.gz", d / "part2")
+    job(d / "part2" / arm, steps)
+    ok = same_run(d / "unbroken", d / "part2" / arm, steps)
+    res = dict(arm=arm, steps=steps, split_at=split_at, identical=bool(ok), gpu=_gpu())
+    (d / "chain_check.json").write_text(json.dumps(res, indent=1)); print(json.dumps(res), flush=True)
+    return ok
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("cmd", choices=["plan", "base", "train", "pack", "unpack", "chain-check", "_train_small"])
+    ap.add_argument("--no-eval", action="store_true", help="train: skip the held-out evaluation at checkpoints")
+    ap.add_argument("args", nargs="*")
+    ap.add_argument("--deadline-s", type=float, default=480); ap.add_argument("--gguf", default="")
+    ap.add_argument("--model", default=""); ap.add_argument("--steps", type=int, default=6)
+    ap.add_argument("--split-at", type=int, default=3); ap.add_argument("--stop-at", type=int, default=None)
+    ap.add_argument("--set", action="append", default=[], help="key=value over the arm's settings (smoke tests only)")
+    a = ap.parse_args(argv)
+    over = {k: _cast(SHARED.get(k), v) for k, v in (x.split("=", 1) for x in a.set)}
+    if a.cmd == "plan": return plan(Path(a.args[0]))
+    if a.cmd == "pack": return pack(Path(a.args[0]), Path(a.args[1]))
+    if a.cmd == "unpack": return unpack(Path(a.args[0]), Path(a.args[1]))
+    if a.cmd == "train":
+        arm, runs = a.args
+        return train(arm, Path(runs) / arm, _model_path(a), a.deadline_s, config=arm_config(arm, over), overrides=over,
+                     base_file=None if a.no_eval else Path(runs) / "base" / "heldout_draws.parquet")
+    if a.cmd == "base": return base_eval(Path(a.args[0]), _model_path(a))
+    if a.cmd == "chain-check":
+        return sys.exit(0 if chain_check(Path(a.args[0]), _model_path(a), a.steps, a.split_at, sets=a.set) else 1)
+    if a.cmd == "_train_small":  # one process of the chain check
+        from dataclasses import replace
+        arm, run_dir = a.args
+        cfg = arm_config(arm, over)
+        cfg = replace(cfg, loop=replace(cfg.loop, steps=a.steps, checkpoint_every=a.steps + 1))
+        return train(arm, Path(run_dir), a.model, math.inf, config=cfg, stop_at=a.stop_at, overrides=over)
+
+
+if __name__ == "__main__":
+    main()
