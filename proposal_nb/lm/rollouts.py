@@ -17,11 +17,11 @@ from .engines import make_engine
 from .densities import completion_logprobs, score_pq
 
 # %% auto #0
-__all__ = ['Potential', 'prompt_texts', 'text_hash', 'grade', 'keyed_generations', 'base_rollouts', 'load_adapter_state',
+__all__ = ['PotentialFn', 'prompt_texts', 'text_hash', 'grade', 'keyed_generations', 'base_rollouts', 'load_adapter_state',
            'adapter_state', 'evaluation_draws', 'prior_table', 'load_task_source', 'load_adapter_folder']
 
 # %% ../../nbs/26_rollouts.ipynb #c005
-Potential = Callable[[Sequence[Task], Sequence[str]], np.ndarray]
+PotentialFn = Callable[[Sequence[Task], Sequence[str]], np.ndarray]
 
 def prompt_texts(tokenizer, tasks:Sequence[Task], few_shot=())->list[str]:
     "The chat-formatted prompt of each task."
@@ -31,7 +31,7 @@ def text_hash(completion:str)->str:
     "Short hash of the program a completion holds (the last fenced block, whitespace-trimmed)."
     return hashlib.sha1(extract_program(completion).strip().encode()).hexdigest()[:16]
 
-def grade(potentials:Mapping[str, Potential], # name -> potential
+def grade(potentials:Mapping[str, PotentialFn], # name -> potential
           tasks:Sequence[Task], completions:Sequence[str], # aligned pairs
          )->dict:
     "Each potential's values on the pairs, checked to be aligned arrays in [0, 1]."
@@ -64,7 +64,7 @@ def keyed_generations(model, tokenizer, # the model (a PeftModel is sampled with
 def base_rollouts(model, tokenizer, # the base model (a PeftModel is sampled with its adapter off)
                   tasks:Sequence[Task], # prompts
                   n:int, # draws per prompt
-                  potentials:Mapping[str, Potential], # graded on every draw; keys become r_<name> columns
+                  potentials:Mapping[str, PotentialFn], # graded on every draw; keys become r_<name> columns
                   valid:str, # which potential fills `valid`
                   correct:str|None=None, # which potential fills `correct` (None: zeros)
                   seed:int=0, max_new_tokens:int=400, batch_size:int=32, progress:bool=True,
@@ -107,7 +107,7 @@ def evaluation_draws(model, tokenizer, # a PeftModel (its adapter is replaced by
                      checkpoint:str, # name of the arm in the table
                      state:dict|None, # adapter weights; None: the base model (q = p)
                      R:int, M:int, # runs and draws per run
-                     valid:Potential, correct:Potential, # the checker and the hidden tests
+                     valid:PotentialFn, correct:PotentialFn, # the checker and the hidden tests
                      seed:int=0, max_new_tokens:int=400, batch_size:int=32, progress:bool=True,
                      keep_tokens:bool=False, # add prompt_ids / token_ids columns (to re-score the draws later)
                      engine:str="auto", # sampling engine (engines.ENGINES); every arm gets the same keys

@@ -17,12 +17,13 @@ from ..programs.tasks import Task
 from .densities import DecodingConfig, score_tokens, completion_token_logprobs
 from .generation import row_keys
 from .engines import make_engine, check_weights
-from .rollouts import Potential, prompt_texts, text_hash, adapter_state, load_adapter_state
+from ..theory.design import ema_floor
+from .rollouts import PotentialFn, prompt_texts, text_hash, adapter_state, load_adapter_state
 
 # %% auto #0
 __all__ = ['EXTENDABLE', 'TIMING', 'LoopConfig', 'EstimatorConfig', 'NormalizerSettings', 'PriorSettings', 'OnlineConfig',
-           'online_config', 'step_seed', 'step_prompts', 'ema_floor', 'adam_moment_norm', 'global_visit', 'OnlineRun',
-           'same_run', 'OfflineConfig', 'train_offline']
+           'online_config', 'step_seed', 'step_prompts', 'adam_moment_norm', 'global_visit', 'OnlineRun', 'same_run',
+           'OfflineConfig', 'train_offline']
 
 # %% ../../nbs/27_training.ipynb #c007
 @dataclass
@@ -143,10 +144,6 @@ def step_prompts(n_prompts:int, k:int, seed:int, step:int)->list[int]:
     return perm[i * k:(i + 1) * k].tolist()
 
 # %% ../../nbs/27_training.ipynb #c016
-def ema_floor(beta:float, t:int)->float:
-    "Norm an EMA of independent unit vectors has after t steps from zero: √((1−β)/(1+β)·(1−β^{2t}))."
-    return math.sqrt((1 - beta) / (1 + beta) * (1 - beta ** (2 * t)))
-
 def adam_moment_norm(opt:torch.optim.Optimizer)->float:
     "‖first moment‖ of Adam over all parameters (0 before the first step)."
     sq = sum(float(s["exp_avg"].double().pow(2).sum()) for s in opt.state.values() if "exp_avg" in s)
@@ -179,7 +176,7 @@ class OnlineRun:
     "An online training run of a LoRA proposal (PeftModel) on tasks with a potential."
     def __init__(self, model, tokenizer, # a PeftModel (adapter trained) and its tokenizer
                  tasks:Sequence[Task], # training prompts
-                 potential:Potential, # r(tasks, completions) -> [0, 1]
+                 potential:PotentialFn, # r(tasks, completions) -> [0, 1]
                  config:OnlineConfig, run_dir, # configuration and output folder
                  resume:bool=True, # continue from the newest checkpoint in run_dir, if any
                  engine=None, # a ready engine (default: engines.make_engine(config.loop.engine, …))
