@@ -100,9 +100,10 @@ def publish_gpu_benchmark(results, source=RUNS / "bench_gpu_results.json")->Path
     return out
 
 # %% ../nbs/39_pipeline.ipynb #c009b
-def publish_runs(results, source=REPO / "published")->list[Path]:
-    "Copy every committed run folder (one holding a config.json) from `source` into `results/`; return the folders written."
-    out = []
+def publish_runs(results, source=None)->list[Path]:
+    "Copy every committed run folder (one holding a config.json) from `source` (default: `results.published_root()`) into `results/`."
+    from proposal_nb.results import published_root
+    source, out = Path(source) if source else published_root(), []
     for run in sorted(Path(source).glob("*/config.json")):
         dest = Path(results) / run.parent.name
         if dest.exists(): shutil.rmtree(dest)
@@ -274,7 +275,8 @@ def run_pipeline(results="results", # folder that receives one subfolder per ste
 
 def build_results_site(results)->float:
     "Build the static results site into results/site/ (index.html) and, when Chromium is installed, check every page in it (screenshots in results/site_check/); returns seconds."
-    from proposal_nb.site.build import build_site, verify_site, find_chromium
+    from proposal_nb.site.build import build_site
+    from proposal_nb.site.browser import verify_site, find_chromium
     t0 = time.time()
     publish_gpu_benchmark(results); publish_runs(results)
     build_site(results, Path(results) / "site")
