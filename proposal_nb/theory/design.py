@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 
 # %% auto #0
-__all__ = ['ema_noise_floor', 'p_informative', 'p_low_signal', 'signal_table', 'visit_coefficients', 'baseline_table',
-           'token_weights', 'token_weight_table', 'logweight_spread', 'spread_table', 'ema_floor']
+__all__ = ['p_informative', 'p_low_signal', 'signal_table', 'visit_coefficients', 'baseline_table', 'token_weights',
+           'token_weight_table', 'logweight_spread', 'spread_table', 'ema_floor']
 
 # %% ../../nbs/02_theory.ipynb #c005
 def p_informative(v, # pass rate of the proposal per draw
@@ -115,5 +115,3 @@ def ema_floor(beta:float, # EMA decay β in [0, 1)
     if t is None: return math.sqrt((1 - beta) / (1 + beta))
     if t < 0: raise ValueError(f"t must be >= 0 steps, got {t}")
     return math.sqrt((1 - beta) / (1 + beta) * (1 - beta ** (2 * t)))
-
-ema_noise_floor = ema_floor   # the old name, kept until 27_training and runs/00_theory import `ema_floor`
