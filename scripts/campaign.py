@@ -6,6 +6,9 @@ chained through GPU jobs of at most 10 minutes with exact resume.
     python scripts/campaign.py train ARM RUNS --deadline-s 480 [--gguf FILE] [--model PATH] [--no-eval]
     python scripts/campaign.py pack RUNS/ARM FILE.tar.gz      # what the next job needs: config, tables, adapters, newest state
     python scripts/campaign.py unpack FILE.tar.gz RUNS
+    python scripts/campaign.py rollouts RUNS                  # BC_DRAWS base draws per training prompt (filtered BC's data)
+    python scripts/campaign.py train-bc ARM RUNS              # filtered BC, one epoch, then the held-out evaluation
+    python scripts/campaign.py report RUNS RESULTS          # run folders of every arm and the held-out evaluation (CPU)
     python scripts/campaign.py chain-check DIR --steps 6 --split-at 3 [--gguf FILE]
 
 At each log-spaced checkpoint, `train` also draws the held-out split (R x M = 4 x 10 per prompt, the same keys as
@@ -31,6 +34,11 @@ ARMS = {  # arm: (settings over SHARED, why)
     "rb_msc": (dict(estimator="rb-msc"), "RB-MSC, M = 10"),
     "msc_m2": (dict(estimator="msc", M=2, steps=1250), "the MSC M = 2 control for RB-MSC (same 20,000 draws: 1,250 steps)"),
 }
+OFFLINE = {  # filtered-BC arms: (batching scheme, why); rollouts: BC_DRAWS per training prompt from the base sampler
+    "bc_spread": ("spread", "filtered BC on base rollouts, the default batching scheme"),
+    "bc_sort": ("sort", "filtered BC on base rollouts, whole-dataset length sort"),
+}
+BC_DRAWS = 340  # x 59 training prompts = 20,060 rollouts: the online arms' sample budget
 WHY = dict(lr="1e-4: the project's earlier H200 runs of this 135M model; MISSION's 1e-5 is for 3B-30B models",
            mu0="0.48: the base model's mean validity on the 59 training prompts (published/h200_z_embedded, 1,180 draws)",
            checkpoints="log-spaced, 4 per factor of 4 in steps: round(steps^(k/4)), k = 1..4",
@@ -56,7 +64,11 @@ def plan(out:Path):
     doc = dict(written=datetime.now(timezone.utc).isoformat(timespec="seconds"), shared=SHARED, split=SPLIT,
                arms={a: dict(settings=ARMS[a][0], what=ARMS[a][1], checkpoints=log_steps((SHARED | ARMS[a][0])["steps"]),
                              draws=(SHARED | ARMS[a][0])["steps"] * (SHARED | ARMS[a][0])["M"] * SHARED["prompts_per_step"])
-                         for a in ARMS}, why=WHY, commit=_commit())
+                         for a in ARMS}, offline={a: dict(scheme=v[0], what=v[1], rollouts=BC_DRAWS * 59, epochs=1, batch_size=8)
+                                                  for a, v in OFFLINE.items()},
+               not_yet=dict(card_arms="filtered BC on the truncated card sampler's rollouts, evaluated with that sampler as the prior, "
+                                      "and its same-proposal control: needs a decoding config for the prior in evaluation_draws"),
+               why=WHY, commit=_commit())
     (out / "campaign.json").write_text(json.dumps(doc, indent=1))
     print(json.dumps(doc, indent=1))
 
@@ -216,9 +228,112 @@ def chain_check(d:Path, model_path:str, steps:int, split_at:int, arm:str="iguana
     return ok
 
 
+def rollouts(runs:Path, model_path:str)->Path:
+    "BC_DRAWS keyed base draws per training prompt, graded, with token ids (what filtered BC fits)."
+    import pandas as pd, torch
+    from proposal_nb.lm.models import add_lora, load_model
+    from proposal_nb.lm.rollouts import grade, keyed_generations
+    from proposal_nb.programs.potentials import make_potential
+    from proposal_nb.programs.sandbox import Executor
+    t0, out = time.time(), runs / "rollouts"; out.mkdir(parents=True, exist_ok=True)
+    train_tasks, _ = _tasks()
+    lm, tok = load_model(model_path); torch.manual_seed(0); peft = add_lora(lm, r=8, alpha=16)
+    draws = keyed_generations(peft, tok, train_tasks, BC_DRAWS, SHARED["seed"], "bc-rollouts", "auto", SHARED["max_new_tokens"],
+                              EVAL["batch_size"], adapter=False, progress=True)
+    flat_t, flat_g = [t for t, d in zip(train_tasks, draws) for _ in d], [g for d in draws for g in d]
+    with Executor() as ex:
+        r = grade({"valid": make_potential("no_error", ex), "correct": make_potential("correctness", ex)}, flat_t, [g.text for g in flat_g])
+    df = pd.DataFrame(dict(prompt_id=[t.id for t in flat_t], draw=[m for d in draws for m in range(len(d))], valid=r["valid"],
+                           correct=r["correct"] * (r["valid"] > 0), logp=[g.logprob for g in flat_g],
+                           length=[len(g.token_ids) for g in flat_g], prompt_ids=[list(g.prompt_ids) for g in flat_g],
+                           token_ids=[list(g.token_ids) for g in flat_g]))
+    df.to_parquet(out / "base.parquet")
+    job = dict(arm="rollouts", wall_s=round(time.time() - t0, 1), draws=len(df), validity=float(df.valid.mean()), gpu=_gpu(),
+               date=datetime.now(timezone.utc).isoformat(timespec="seconds"), commit=_commit())
+    with open(out / "ledger.jsonl", "a") as f: f.write(json.dumps(job) + "\n")
+    print(json.dumps(job), flush=True)
+    return out / "base.parquet"
+
+
+def train_bc(arm:str, runs:Path, model_path:str, overrides:dict|None=None)->dict:
+    "Filtered BC (one epoch) on the base rollouts with the arm's batching scheme; then the held-out evaluation."
+    import pandas as pd, torch
+    from types import SimpleNamespace
+    from proposal_nb.lm.models import add_lora, load_model
+    from proposal_nb.lm.training import OfflineConfig, train_offline
+    from proposal_nb.programs.sandbox import Executor
+    if arm not in OFFLINE: raise SystemExit(f"unknown offline arm {arm!r}; arms: {', '.join(OFFLINE)}")
+    t0, out = time.time(), runs / arm
+    samples = pd.read_parquet(runs / "rollouts" / "base.parquet")
+    lm, tok = load_model(model_path); torch.manual_seed(SHARED["seed"]); peft = add_lora(lm, r=8, alpha=16)
+    cfg = OfflineConfig(epochs=1, batch_size=8, lr=SHARED["lr"], grad_clip=SHARED["grad_clip"], cap=SHARED["max_new_tokens"],
+                        scheme=OFFLINE[arm][0], seed=SHARED["seed"], **(overrides or {}))
+    log = train_offline(peft, samples, cfg, out, progress=True)
+    t_train = time.time() - t0
+    (out / "log.parquet").exists() or log.to_parquet(out / "log.parquet")
+    steps = len(log)
+    with Executor() as ex:
+        run = SimpleNamespace(model=peft, tok=tok, step=steps, dir=out)
+        ev = checkpoint_eval(run, runs / "base" / "heldout_draws.parquet", ex)
+    job = dict(arm=arm, steps=steps, valid_rollouts=int((samples.valid > 0).sum()), wall_s=round(time.time() - t0, 1),
+               train_s=round(t_train, 1), eval_s=ev["eval_s"], samples=len(samples), overrides=overrides or {}, gpu=_gpu(),
+               date=datetime.now(timezone.utc).isoformat(timespec="seconds"), commit=_commit())
+    with open(out / "ledger.jsonl", "a") as f: f.write(json.dumps(job) + "\n")
+    print(json.dumps(job), flush=True)
+    return job
+
+
+def heldout_tables(runs:Path):
+    "Every arm's held-out draws and prior tables (base first), checkpoints named ARM-step-N, in step order."
+    import pandas as pd
+    from proposal_nb.results import checkpoint_parts
+    base = pd.read_parquet(runs / "base" / "heldout_draws.parquet")
+    draws, prior = [base.drop(columns=["prompt_ids", "token_ids"]).assign(arm="base", checkpoint="base")], []
+    prior.append(draws[0].assign(logq=draws[0].logp))
+    for arm in [a for a in [*ARMS, *OFFLINE] if (runs / a / "heldout").is_dir()]:
+        files = sorted((runs / arm / "heldout").glob("step-*_draws.parquet"), key=lambda f: checkpoint_parts(f.name.split("_")[0])[1])
+        for f in files:
+            name = f"{arm}-{f.name.split('_')[0]}"
+            draws.append(pd.read_parquet(f).assign(arm=arm, checkpoint=name))
+            prior.append(pd.read_parquet(f.with_name(f.name.replace("_draws", "_prior"))).assign(checkpoint=name))
+    cat = lambda ts: pd.concat(ts, ignore_index=True).assign(split="heldout")
+    return cat(draws), cat(prior)
+
+
+def report(runs:Path, out:Path, n_boot:int=2000):
+    "Write the campaign's results folder through the results contract: one train run per arm and one evaluation."
+    import pandas as pd
+    from proposal_nb.analysis.evaluation import evaluation_tables, write_evaluation
+    from proposal_nb.analysis.report_card import report_card
+    from proposal_nb.results import write_json, write_table
+    plan_doc = json.loads((runs / "campaign.json").read_text()) if (runs / "campaign.json").exists() else {}
+    ledgers = {a.name: [json.loads(l) for l in (a / "ledger.jsonl").read_text().splitlines()]
+               for a in sorted(runs.iterdir()) if (a / "ledger.jsonl").exists()}
+    for arm in [a for a in [*ARMS, *OFFLINE] if (runs / a / "log.parquet").exists()]:
+        d = out / f"campaign_{arm}"
+        write_table(d, "log", pd.read_parquet(runs / arm / "log.parquet"))
+        if (runs / arm / "draws.parquet").exists(): write_table(d, "draws", pd.read_parquet(runs / arm / "draws.parquet"))
+        cfg = json.loads((runs / arm / "config.json").read_text())
+        what = ARMS[arm][1] if arm in ARMS else OFFLINE[arm][1]
+        write_json(d, "config", dict(kind="train", arm=arm, what=what, training=cfg, split=SPLIT, jobs=ledgers.get(arm, []),
+                                     gpu_minutes=round(sum(j["wall_s"] for j in ledgers.get(arm, [])) / 60, 2)))
+    draws, prior = heldout_tables(runs)
+    names = list(dict.fromkeys(draws.checkpoint))
+    ev = evaluation_tables(draws, checkpoints=names, n_boot=n_boot)
+    e = out / "campaign_eval"
+    write_evaluation(e, ev)
+    write_table(e, "draws", draws); write_table(e, "prior", prior)
+    card = report_card(draws, prior, split="heldout", n_boot=n_boot, checkpoints=names)
+    write_table(e, "report_card", ev.summary[["checkpoint", "arm", "step"]].drop_duplicates().merge(card.table, on="checkpoint"))
+    write_json(e, "config", dict(kind="evaluate", model="embedded:SmolLM2-135M-Instruct", split=SPLIT, eval=EVAL, campaign=plan_doc,
+                                 gpu_minutes={a: round(sum(j["wall_s"] for j in js) / 60, 2) for a, js in ledgers.items()}))
+    print(ev.summary[ev.summary.metric.isin(["validity", "pass1", "wacc"])].pivot(index="checkpoint", columns="metric", values="estimate").round(3))
+    return e
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("cmd", choices=["plan", "base", "train", "pack", "unpack", "chain-check", "_train_small"])
+    ap.add_argument("cmd", choices=["plan", "base", "train", "rollouts", "train-bc", "pack", "unpack", "chain-check", "report", "_train_small"])
     ap.add_argument("--no-eval", action="store_true", help="train: skip the held-out evaluation at checkpoints")
     ap.add_argument("args", nargs="*")
     ap.add_argument("--deadline-s", type=float, default=480); ap.add_argument("--gguf", default="")
@@ -228,6 +343,7 @@ def main(argv=None):
     a = ap.parse_args(argv)
     over = {k: _cast(SHARED.get(k), v) for k, v in (x.split("=", 1) for x in a.set)}
     if a.cmd == "plan": return plan(Path(a.args[0]))
+    if a.cmd == "report": return report(Path(a.args[0]), Path(a.args[1]))
     if a.cmd == "pack": return pack(Path(a.args[0]), Path(a.args[1]))
     if a.cmd == "unpack": return unpack(Path(a.args[0]), Path(a.args[1]))
     if a.cmd == "train":
@@ -235,6 +351,8 @@ def main(argv=None):
         return train(arm, Path(runs) / arm, _model_path(a), a.deadline_s, config=arm_config(arm, over), overrides=over,
                      base_file=None if a.no_eval else Path(runs) / "base" / "heldout_draws.parquet")
     if a.cmd == "base": return base_eval(Path(a.args[0]), _model_path(a))
+    if a.cmd == "rollouts": return rollouts(Path(a.args[0]), _model_path(a))
+    if a.cmd == "train-bc": return train_bc(a.args[0], Path(a.args[1]), _model_path(a), over)
     if a.cmd == "chain-check":
         return sys.exit(0 if chain_check(Path(a.args[0]), _model_path(a), a.steps, a.split_at, sets=a.set) else 1)
     if a.cmd == "_train_small":  # one process of the chain check
