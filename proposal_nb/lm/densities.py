@@ -276,11 +276,14 @@ def score_tokens(peft_model, # a PeftModel: adapter on = q, off = p
                  nucleus:bool=False, # nucleus-masked proposal
                  packed:bool=True, # pack sequences when both configs are the model's own distribution
                  batch_size:int=8, # rows per forward pass of the padded path
+                 prior:bool=True, # also score log p; False on the packed path: skip the adapter-off pass, log p is None
                 )->tuple: # (log q [N, T] with grad if enabled, log p [N, T] no grad, mask [N, T])
     "Per-token log q_φ and log p of each completion on the identical tokens, adapter on and off."
     if packed and prior_config.is_plain and proposal_config.is_plain and not nucleus:
         pad = getattr(getattr(peft_model, "config", None), "pad_token_id", None) or 0
-        with torch.no_grad(), peft_model.disable_adapter(): lp, m = packed_token_logprobs(peft_model, prompt_ids, completion_ids, pad)
-        lq, _ = packed_token_logprobs(peft_model, prompt_ids, completion_ids, pad)
+        lp = None
+        if prior:
+            with torch.no_grad(), peft_model.disable_adapter(): lp, m = packed_token_logprobs(peft_model, prompt_ids, completion_ids, pad)
+        lq, m = packed_token_logprobs(peft_model, prompt_ids, completion_ids, pad)
         return lq, lp, m
     return score_pq(peft_model, prompt_ids, completion_ids, prior_config, proposal_config, nucleus, batch_size=batch_size, per_token=True)

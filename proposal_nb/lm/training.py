@@ -3,6 +3,7 @@
 # %% ../../nbs/27_training.ipynb #c001
 from __future__ import annotations
 import json, math, shutil, time
+from contextlib import nullcontext
 from dataclasses import dataclass, asdict, field, fields
 from pathlib import Path
 from typing import Sequence
@@ -18,6 +19,7 @@ from .densities import DecodingConfig, score_tokens, completion_token_logprobs
 from .generation import row_keys
 from .engines import make_engine, check_weights
 from ..theory.design import ema_floor
+from ..results import checkpoint_parts
 from .rollouts import PotentialFn, prompt_texts, text_hash, adapter_state, load_adapter_state
 
 # %% auto #0
@@ -42,6 +44,7 @@ class LoopConfig:
     compile: bool = False         # fast engine: torch.compile the decode layer
     gen_batch: int = 32           # hf engine: rows per generate call
     score_batch: int = 8          # rows per forward of the padded scoring path (truncated prior / nucleus)
+    score_rows: int|None = None   # rows per backward chunk, gradients accumulated (see "Chunked scoring"); None: all at once
     check_weights: bool = True    # compare the sampler's and the scorer's log-probs every step; stop beyond tolerance
 
 @dataclass
@@ -96,6 +99,8 @@ class OnlineConfig:
             raise ValueError(f"estimator must be one of {[k for k in E.ESTIMATORS if k != 'bc']} for an online run, got {e.name!r}")
         for k in ("M", "prompts_per_step", "steps", "max_new_tokens", "gen_batch", "score_batch", "checkpoint_every"):
             if int(getattr(l, k)) < 1: raise ValueError(f"loop.{k} must be ≥ 1, got {getattr(l, k)}")
+        if l.score_rows is not None and (isinstance(l.score_rows, bool) or int(l.score_rows) != l.score_rows or l.score_rows < 1):
+            raise ValueError(f"loop.score_rows must be None (all rows at once) or an integer ≥ 1, got {l.score_rows!r}")
         if l.lr <= 0 or l.grad_clip <= 0: raise ValueError("loop.lr and loop.grad_clip must be positive")
         if not 0 <= l.ema_beta < 1: raise ValueError(f"loop.ema_beta must be in [0, 1), got {l.ema_beta}")
         from proposal_nb.lm.engines import ENGINES
@@ -170,7 +175,7 @@ def global_visit(parts:list[dict], all_ids:list[int], rank:int, local:dict)->E.V
     return E.Visit(torch.tensor(all_ids), cat("lq"), cat("lp"), cat("logr"), cat("lengths"), cat("keys"), ref)
 
 # %% ../../nbs/27_training.ipynb #c021
-EXTENDABLE = (("loop", "steps"), ("loop", "checkpoint_every"))   # config keys a resumed run may change
+EXTENDABLE = (("loop", "steps"), ("loop", "checkpoint_every"), ("loop", "score_rows"))   # config keys a resumed run may change
 
 class OnlineRun:
     "An online training run of a LoRA proposal (PeftModel) on tasks with a potential."
@@ -215,12 +220,18 @@ class OnlineRun:
     def build_engine(self, *args, **kw):
         "The sampling engine (engines.make_engine)."
         return make_engine(*args, **kw)
-    def score_rows(self, P:list, C:list)->tuple:
-        "Per-token log q (graph), log p and mask of prompts P and completions C (densities.score_tokens)."
-        return score_tokens(self.model, P, C, self.prior_cfg, DecodingConfig(), self.nucleus, batch_size=self.cfg.loop.score_batch)
+    def score_rows(self, P:list, C:list, prior:bool=True)->tuple:
+        "Per-token log q (graph), log p (None without `prior`) and mask of prompts P and completions C (densities.score_tokens)."
+        return score_tokens(self.model, P, C, self.prior_cfg, DecodingConfig(), self.nucleus, batch_size=self.cfg.loop.score_batch, prior=prior)
     def backward(self, loss:torch.Tensor, lq:torch.Tensor):
         "Gradients of the step's loss in `self.params` (a distributed run also sums them over processes)."
         if loss.requires_grad: loss.backward()
+    def scoring_weights(self):
+        "The context of the detached scoring pass (FSDP: the gathered weights)."
+        return nullcontext()
+    def syncing(self, last:bool):
+        "The context of one backward chunk; `last`: the step's final one (DDP: gradients are all-reduced there only)."
+        return nullcontext()
     def trained_state(self)->dict:
         "The adapter's weights (peft keys), as a checkpoint stores them."
         return adapter_state(self.model)
@@ -232,8 +243,9 @@ class OnlineRun:
 
 # %% ../../nbs/27_training.ipynb #c022
 def _checkpoint_dirs(self:OnlineRun)->list[Path]:
-    "Saved checkpoints, oldest first."
-    return sorted((self.dir / "checkpoints").glob("step-*"), key=lambda p: int(p.name.split("-")[1]))
+    "Saved checkpoints, oldest first; a `step-N.tmp` folder (a save cut short) is not one."
+    ck = [p for p in (self.dir / "checkpoints").glob("step-*") if p.is_dir() and not p.name.endswith(".tmp")]
+    return sorted(ck, key=lambda p: checkpoint_parts(p.name)[1])
 
 def _save(self:OnlineRun)->Path:
     "Write checkpoints/step-N/: the adapter (peft format) and the trainer state."
@@ -287,17 +299,21 @@ def _draw(self:OnlineRun, ids:list[int]):
     if np.isnan(r).any() or (r < 0).any() or (r > 1).any(): raise ValueError("the potential returned values outside [0, 1]")
     return gens, r, t1 - t0, time.perf_counter() - t1
 
-def _score(self:OnlineRun, ids:list[int], gens:list):
-    "Per-sequence log q (graph) and log p of the draws and of the retained references; the exact-weight check."
-    L = self.cfg.loop
+def _rows(self:OnlineRun, ids:list[int], gens:list)->tuple:
+    "This process's rows to score: the draws (prompt-major), then the retained references; and the reference keys."
     P = [g.prompt_ids for d in gens for g in d]; C = [g.token_ids for d in gens for g in d]
-    n = len(P)
     ref_keys = self.est.references(self.state, ids)
     if ref_keys is not None:
         for k in ref_keys.tolist():
             if k >= 0: P.append(self.refs[k][0]); C.append(self.refs[k][1])
+    return P, C, ref_keys
+
+def _score(self:OnlineRun, gens:list, P:list, C:list, ref_keys):
+    "Per-sequence log q (graph; detached when chunked) and log p of the rows; the exact-weight check."
+    L = self.cfg.loop
+    n = sum(len(d) for d in gens)
     if not P: return torch.zeros(0), torch.zeros(0, dtype=torch.float64), None, None
-    lq_tok, lp_tok, mask = self.score_rows(P, C)
+    lq_tok, lp_tok, mask = self.score_rows(P, C) if L.score_rows is None else self.score_detached(P, C)
     delta = None
     if L.check_weights:
         slp = _pad_rows([g.logprobs for d in gens for g in d], lq_tok.shape[1])
@@ -312,7 +328,7 @@ def _score(self:OnlineRun, ids:list[int], gens:list):
         ref_lq = torch.stack(ref_lq) if ref_lq else torch.zeros(0)
     return lq[:n], lp[:n], ref_lq, delta
 
-OnlineRun.draw, OnlineRun.score = _draw, _score
+OnlineRun.draw, OnlineRun.rows, OnlineRun.score = _draw, _rows, _score
 
 # %% ../../nbs/27_training.ipynb #c024
 def _train_step(self:OnlineRun)->dict:
@@ -323,19 +339,22 @@ def _train_step(self:OnlineRun)->dict:
     B, M = len(ids), L.M
     gens, r, t_gen, t_pot = self.draw(ids)
     t0 = _sync(self.model)
-    lq, lp, ref_lq, delta = self.score(ids, gens)
+    P, C, ref_keys = self.rows(ids, gens)
+    lq, lp, ref_lq, delta = self.score(gens, P, C, ref_keys)
     pos = {i: k for k, i in enumerate(all_ids)}
     local = dict(ids=ids, lq=lq.view(B, M), lp=lp.view(B, M), logr=torch.log(torch.as_tensor(r, dtype=torch.float64)).view(B, M),
                  lengths=torch.tensor([[max(len(g.token_ids), 1) for g in d] for d in gens], dtype=torch.float64).view(B, M),
                  keys=torch.tensor([[(self.step * len(all_ids) + pos[i]) * M + m for m in range(M)] for i in ids], dtype=torch.long).view(B, M),
-                 ref_lq=ref_lq, tokens=[[(g.prompt_ids, g.token_ids) for g in d] for d in gens])
+                 ref_lq=ref_lq, tokens=[[(g.prompt_ids, g.token_ids) for g in d] for d in gens], rows=len(P))
     detached = {k: (v.detach() if torch.is_tensor(v) else v) for k, v in local.items()}
     t1 = _sync(self.model)
     parts = self.gather(detached)                                         # every process's visits, in rank order
     visit = global_visit(parts, all_ids, self.rank, local)
     gen = torch.Generator().manual_seed(step_seed(L.seed, self.step, "select"))
-    self.state, loss, info = self.est.step(self.state, visit, gen)
-    self.backward(loss, lq)
+    if L.score_rows is None:
+        self.state, loss, info = self.est.step(self.state, visit, gen)
+        self.backward(loss, lq)
+    else: self.state, loss, info = self.chunked_step(visit, gen, P, C, self.own_rows(ids, pos, ref_keys), parts)
     self._keep_references(parts)
     grads = [p.grad for p in self.params if p.grad is not None]
     gnorm = float(torch.nn.utils.clip_grad_norm_(self.params, L.grad_clip)) if grads else 0.0
@@ -422,6 +441,45 @@ def _train(self:OnlineRun, progress:bool=True, stop_after:int|None=None)->pd.Dat
     return pd.DataFrame(self.log)
 
 OnlineRun._log_row, OnlineRun._draw_rows, OnlineRun.write_tables, OnlineRun.train = _log_row, _draw_rows, _write_tables, _train
+
+# %% ../../nbs/27_training.ipynb #c025b
+@torch.no_grad()
+def _score_detached(self:OnlineRun, P:list, C:list)->tuple:
+    "`score_rows` without a graph, `loop.score_rows` rows per pass; per-token tensors padded to one width."
+    k, L = self.cfg.loop.score_rows, self.cfg.loop
+    with self.scoring_weights():
+        parts = [score_tokens(self.model, P[s:s + k], C[s:s + k], self.prior_cfg, DecodingConfig(), self.nucleus,
+                              batch_size=L.score_batch) for s in range(0, len(P), k)]
+    T = max(x[0].shape[1] for x in parts)
+    widen = lambda t: torch.cat([t, t.new_zeros(t.shape[0], T - t.shape[1])], 1)
+    return tuple(torch.cat([widen(x[j]) for x in parts]) for j in range(3))
+
+def _own_rows(self:OnlineRun, ids:list[int], pos:dict, ref_keys)->tuple:
+    "Where this process's rows sit in the step's visit: its prompts' positions, and those of its retained references."
+    return [pos[i] for i in ids], ([] if ref_keys is None else [pos[i] for i, k in zip(ids, ref_keys.tolist()) if k >= 0])
+
+def _chunked_step(self:OnlineRun, visit:E.Visit, gen:torch.Generator, P:list, C:list, own:tuple, parts:list)->tuple:
+    "The estimator's step on detached log q; then Σ c_i log q_i (c = ∂ℓ/∂log q) back-propagated `loop.score_rows` rows at a time."
+    lq = visit.logq.detach().requires_grad_()
+    ref = None if visit.ref_logq is None else visit.ref_logq.detach().requires_grad_()
+    state, loss, info = self.est.step(self.state, visit._replace(logq=lq, ref_logq=ref), gen)
+    if not loss.requires_grad and len(parts) == 1: return state, loss, info     # nothing to learn, nobody to sync with
+    leaves = [lq] + ([] if ref is None else [ref])
+    g = torch.autograd.grad(loss, leaves, allow_unused=True) if loss.requires_grad else [None] * len(leaves)
+    g = [torch.zeros_like(x) if d is None else d for x, d in zip(leaves, g)]
+    coef = torch.cat([g[0][own[0]].reshape(-1)] + ([g[1][own[1]]] if own[1] else []))
+    if len(coef) != len(P): raise RuntimeError(f"{len(coef)} coefficients for {len(P)} rows on rank {self.rank}")
+    k = self.cfg.loop.score_rows
+    n = max(math.ceil(p["rows"] / k) for p in parts)                   # the same number of passes on every process
+    for j, idx in enumerate(np.array_split(np.arange(len(P)), n)):
+        rows, w = (idx.tolist(), coef[idx]) if len(idx) else ([0], torch.zeros(1))
+        with self.syncing(j == n - 1):
+            lq_tok, _, _ = self.score_rows([P[i] for i in rows], [C[i] for i in rows], prior=False)
+            lqc = lq_tok.sum(-1).float()
+            self.backward((w.to(lqc.device, lqc.dtype) * lqc).sum(), lqc)
+    return state, loss, info
+
+OnlineRun.score_detached, OnlineRun.own_rows, OnlineRun.chunked_step = _score_detached, _own_rows, _chunked_step
 
 # %% ../../nbs/27_training.ipynb #c031
 TIMING = ("t_generation", "t_potential", "t_scoring", "t_update")
