@@ -190,9 +190,11 @@ def base_validity(results)->float:
     s = json.loads((Path(results) / "z" / "summary.json").read_text())
     return float(min(max(s["validity"], 0.05), 0.95))
 
-def final_adapter(run_dir)->str:
-    "The adapter of the newest checkpoint of an online run folder."
-    ck = sorted((Path(run_dir) / "checkpoints").glob("step-*"), key=lambda p: int(p.name.split("-")[1]))
+def final_adapter(run_dir, # an online training run folder (holding checkpoints/step-N/)
+                 )->str: # the newest checkpoint's adapter folder
+    "The adapter of the newest checkpoint of an online run folder; a folder name results.checkpoint_parts rejects raises."
+    from proposal_nb.results import checkpoint_parts
+    ck = sorted((Path(run_dir) / "checkpoints").glob("step-*"), key=lambda p: checkpoint_parts(p.name)[1])
     if not ck: raise FileNotFoundError(f"{run_dir}: no checkpoint")
     return str(ck[-1] / "adapter")
 
@@ -393,6 +395,7 @@ def load_params(*files, # YAML files, later ones override earlier ones
         k, v = kv.split("=", 1); out[k] = yaml.safe_load(v)
     return out
 
+# %% ../nbs/39_pipeline.ipynb #c018b
 def _parameter_statements(nb_path)->list:
     "The statements of a run notebook's parameters cell."
     nb = nbformat.read(nb_path, as_version=4)
@@ -407,6 +410,7 @@ def parameter_types(nb_path)->dict:
     "The declared type of each annotated parameter of a run notebook ('int', 'float', 'str', 'bool', 'list', 'dict', ...)."
     return {t.target.id: ast.unparse(t.annotation) for t in _parameter_statements(nb_path) if isinstance(t, ast.AnnAssign)}
 
+# %% ../nbs/39_pipeline.ipynb #c018d
 _FITS = dict(int=lambda v: isinstance(v, int) and not isinstance(v, bool), float=lambda v: isinstance(v, float),
              str=lambda v: isinstance(v, str), bool=lambda v: isinstance(v, bool), list=lambda v: isinstance(v, list),
              dict=lambda v: isinstance(v, dict))

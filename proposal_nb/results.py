@@ -166,15 +166,19 @@ def run_tables(folder:Path|str)->dict:
 
 # %% ../nbs/05_results.ipynb #c016
 _TRAILING_STEP = re.compile(r"^(.*?)[-_@:.]?(?:step|ckpt|checkpoint)?[-_]?(\d+)$")
+_INNER_STEP = re.compile(r"(?:^|[-_@:.])(?:step|ckpt|checkpoint)[-_]?\d+(\D.*)$")   # a step marker with a tail after it
 
-def checkpoint_parts(name, # a checkpoint name
+def checkpoint_parts(name, # a checkpoint name (or a checkpoint folder's name, e.g. step-40)
                      path:str|None=None, # its adapter folder, if known
-                    )->tuple[str|None, int]:
-    "(arm or None, step) of a checkpoint name."
+                    )->tuple[str|None, int]: # (arm or None, step); step 0 when neither name nor path has one
+    "(arm or None, step) of a checkpoint name; ValueError for a step marker with a tail (step-3.tmp)."
     name = str(name)
     if "/" in name:
         arm, rest = name.split("/", 1)
         return arm, checkpoint_parts(rest, path)[1]
+    if m := _INNER_STEP.search(name):
+        raise ValueError(f"checkpoint name {name!r} has {m.group(1)!r} after its step number: not a checkpoint name "
+                         f"(a folder still being written, or a misspelt name)")
     m = _TRAILING_STEP.match(name)
     arm, step = (m.group(1) or None, int(m.group(2))) if m else (name, 0)
     if step == 0 and path and (ms := re.search(r"step[-_]?(\d+)", str(path))): step = int(ms.group(1))
