@@ -186,7 +186,12 @@ def _refresh(self:FastSampler):
             w["qkv"][r:r + wt.shape[0]].copy_(_merged(wt, lo)); r += wt.shape[0]
         for name, (wt, lo) in ((k, v) for k, v in src.items() if k != "qkv"): w[name].copy_(_merged(wt, lo))
 
-FastSampler.refresh = _refresh
+def _recapture(self:FastSampler):
+    "Drop the captured decode graph; the next draw captures it again (after the weights moved, e.g. an FSDP2 gather)."
+    if self._cuda_graph is not None: self._cuda_graph.reset()
+    self._cuda_graph = None
+
+FastSampler.refresh, FastSampler.recapture = _refresh, _recapture
 
 # %% ../../nbs/25a_engines.ipynb #c015
 @torch.no_grad()
@@ -384,6 +389,7 @@ class FastEngine:
         return out
 
     def refresh(self): self.sampler.refresh()
+    def recapture(self): self.sampler.recapture()
 
 # %% ../../nbs/25a_engines.ipynb #c029
 class HFEngine:
