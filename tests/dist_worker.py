@@ -1,7 +1,8 @@
 """Tiny online run for the distributed tests. One process: `python tests/dist_worker.py RUN_DIR [ESTIMATOR] [STEPS]`;
 several: `python -m torch.distributed.run --nproc_per_node=2 tests/dist_worker.py RUN_DIR [ESTIMATOR] [STEPS]`.
 Environment: ENGINE (auto), STRATEGY (ddp or fsdp), DEVICE (cpu, or cuda: one process on cuda:0; ranks take their
-LOCAL_RANK's GPU), DTYPE (float32 or bfloat16), LORA_R (8), PROMPTS (prompts per step, 2)."""
+LOCAL_RANK's GPU), DTYPE (float32 or bfloat16), LORA_R (8), PROMPTS (prompts per step, 2), SCORE_ROWS (rows per
+backward chunk; unset: the whole step at once)."""
 import os
 import sys
 
@@ -26,7 +27,8 @@ def main(run_dir, estimator="iguana", steps=4):
     model = add_lora(m, r=int(env("LORA_R", "8")), dropout=0.0)
     tasks = [Task(id=f"toy/{i}", prompt=f"task {i}") for i in range(6)]
     cfg = online_config(estimator=estimator, M=4, prompts_per_step=int(env("PROMPTS", "2")), steps=int(steps), lr=3e-3, max_new_tokens=8,
-                        checkpoint_every=2, engine=env("ENGINE", "auto"))
+                        checkpoint_every=2, engine=env("ENGINE", "auto"),
+                        score_rows=int(env("SCORE_ROWS")) if env("SCORE_ROWS") else None)
     if "WORLD_SIZE" in os.environ:
         from proposal_nb.lm.distributed import DistributedOnlineRun, init_from_env
         init_from_env()

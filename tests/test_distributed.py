@@ -62,6 +62,21 @@ def test_two_ranks_equal_one(tmp_path, reference, estimator, engine, strategy):
     assert (la.loss - lb.loss).abs().max() < 1e-4
 
 
+@pytest.mark.parametrize("estimator,strategy", [("iguana", "ddp"), ("msc", "fsdp"), ("rb-msc", "ddp")])
+def test_two_ranks_chunked_equal_one(tmp_path, estimator, strategy):
+    """Chunked scoring (3 rows per backward chunk) on two ranks with unequal shares against one process scoring each step in
+    one pass: 3 prompts per step put 2 on rank 0 and 1 on rank 1, so rank 1 runs idle chunks at weight 0 to match rank 0's
+    collectives. Float32: the tolerance of the unchunked comparison (chunks only reorder float32 sums)."""
+    one(tmp_path / "one", estimator, engine="fast", prompts=3)
+    two(tmp_path / "two", estimator, engine="fast", strategy=strategy, prompts=3, score_rows=3)
+    a, b = adapter(tmp_path / "one", 4), adapter(tmp_path / "two", 4)
+    assert max_diff(a, b) < TOL
+    assert max_diff(a, adapter(tmp_path / "one", 2)) > 20 * TOL
+    la, lb = (pd.read_parquet(Path(x) / "log.parquet") for x in (tmp_path / "one", tmp_path / "two"))
+    pd.testing.assert_series_equal(la.validity, lb.validity)
+    assert ((la.grad_norm - lb.grad_norm).abs() <= 1e-5 * la.grad_norm.abs() + 1e-9).all()
+
+
 def test_checkpoints_move_between_world_sizes_and_strategies(tmp_path, reference):
     ref = reference("iguana", "fast")
     two(tmp_path / "a", "iguana", 2, engine="fast", strategy="ddp")      # two DDP ranks stop after step 2

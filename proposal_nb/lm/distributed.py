@@ -5,7 +5,7 @@
 # %% ../../nbs/29_distributed.ipynb #c001
 from __future__ import annotations
 import os
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
@@ -72,14 +72,15 @@ STRATEGIES = ("ddp", "fsdp")
 class _Scorer(torch.nn.Module):
     "One step's scoring pass as one module call (DDP hooks the backward of its wrapped module's forward)."
     def __init__(self, run:OnlineRun): super().__init__(); self.model, self._run = run.model, [run]   # a list: not a submodule
-    def forward(self, P:list, C:list)->tuple: return OnlineRun.score_rows(self._run[0], P, C)
+    def forward(self, P:list, C:list, prior:bool=True)->tuple: return OnlineRun.score_rows(self._run[0], P, C, prior)
 
 class _ShardedEngine:
-    "An engine over an FSDP-sharded model: each draw gathers the full weights, refreshes the sampler, draws, frees them."
+    "An engine over an FSDP-sharded model: each draw gathers the full weights, refreshes (and recaptures) the sampler, draws, frees them."
     def __init__(self, inner, modules:list, push): self.inner, self.modules, self.push, self.name = inner, modules, push, inner.name
     def generate(self, prompt_ids, n:int, keys:torch.Tensor, progress:bool=False):
         with gathered(self.modules):
             self.inner.refresh()
+            if hasattr(self.inner, "recapture"): self.inner.recapture()     # the gathered weights may sit at new addresses
             return self.inner.generate(prompt_ids, n, keys, progress=progress)
     def refresh(self): self.push()
 
@@ -131,15 +132,23 @@ def _trainable(self:DistributedOnlineRun, model):
     return self._masters if self.strategy == "fsdp" else OnlineRun.trainable(self, model)
 
 def _build_engine(self:DistributedOnlineRun, name, model, *args, **kw):
-    "DDP: the single-process engine. FSDP: built on the gathered weights, without CUDA graphs, wrapped to gather per draw."
+    "DDP: the single-process engine. FSDP: built on the gathered weights, wrapped to gather (and recapture) per draw."
     if self.strategy != "fsdp": return make_engine(name, model, *args, **kw)
     with gathered(self._fsdp):
         if name == "auto": name = pick_engine(model, nucleus=kw.get("nucleus_of") is not None, base_path=kw.get("base_path"))
-        inner = make_engine(name, model, *args, **(kw | ({"graph": False} if name == "fast" else {})))
+        inner = make_engine(name, model, *args, **kw)
     return _ShardedEngine(inner, self._fsdp, self._push)
 
-def _score_rows(self:DistributedOnlineRun, P, C):
-    return self._ddp(P, C) if self.strategy == "ddp" else OnlineRun.score_rows(self, P, C)
+def _score_rows(self:DistributedOnlineRun, P, C, prior:bool=True):
+    return self._ddp(P, C, prior) if self.strategy == "ddp" else OnlineRun.score_rows(self, P, C, prior)
+
+def _scoring_weights(self:DistributedOnlineRun):
+    "FSDP: the detached scoring pass runs on the gathered weights (no collective per pass, so shares may differ)."
+    return gathered(self._fsdp) if self.strategy == "fsdp" else nullcontext()
+
+def _syncing(self:DistributedOnlineRun, last:bool):
+    "DDP: chunks before the last accumulate locally (`no_sync`); the last all-reduces the sum. FSDP2 reduces every chunk."
+    return self._ddp.no_sync() if self.strategy == "ddp" and not last else nullcontext()
 
 def _backward(self:DistributedOnlineRun, loss, lq):
     "K·loss (DDP and FSDP average over the K ranks), anchored to this rank's rows so that every rank runs its backward."
@@ -147,7 +156,8 @@ def _backward(self:DistributedOnlineRun, loss, lq):
     if torch.is_tensor(total) and total.requires_grad: total.backward()
     if self.strategy == "fsdp":                        # the reduce-scattered shards → the full float32 gradient on every rank
         for m, p in zip(self._masters, self._shards):
-            m.grad = torch.zeros_like(m) if p.grad is None else p.grad.full_tensor().to(m.dtype)
+            g = torch.zeros_like(m) if p.grad is None else p.grad.full_tensor().to(m.dtype)
+            m.grad = g if m.grad is None else m.grad + g       # chunks of one step accumulate
             p.grad = None
 
 @torch.no_grad()
@@ -161,6 +171,7 @@ def _push(self:DistributedOnlineRun):
 
 DistributedOnlineRun.trainable, DistributedOnlineRun.build_engine = _trainable, _build_engine
 DistributedOnlineRun.score_rows, DistributedOnlineRun.backward, DistributedOnlineRun._push = _score_rows, _backward, _push
+DistributedOnlineRun.scoring_weights, DistributedOnlineRun.syncing = _scoring_weights, _syncing
 
 # %% ../../nbs/29_distributed.ipynb #c012
 def _named_masters(self:DistributedOnlineRun)->dict: return dict(zip(self._names, self._masters))
