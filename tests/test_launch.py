@@ -40,3 +40,23 @@ def test_exec_notebook_script_is_the_package_executor(tmp_path):
     r = subprocess.run([sys.executable, str(ROOT / "scripts/exec_notebook.py"), str(p), "steps=21", f"out={tmp_path}"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-2000:]
     assert (tmp_path / "done.txt").read_text() == "42"
+
+
+def test_train_online_notebook_on_two_gloo_ranks(tmp_path):
+    """nbs/runs/11_train_online under torchrun with 2 CPU ranks on the tiny model (saved as a local model folder), chunked
+    scoring, DDP: both ranks train, rank 0 alone writes the run folder, and the log holds every rank's draws."""
+    import pandas as pd
+    from proposal_nb.lm.models import tiny_model
+    m, tok = tiny_model(seed=0)
+    m.save_pretrained(tmp_path / "tiny"); tok.save_pretrained(tmp_path / "tiny")
+    out = tmp_path / "run"
+    params = dict(out_dir=str(out), model=str(tmp_path / "tiny"), limit=8, heldout_frac=0.25, engine="fast", M=2, prompts_per_step=2,
+                  steps=2, lr=1e-3, max_new_tokens=8, checkpoint_every=1, score_rows=3, strategy="ddp")
+    assert launch_notebook(ROOT / "nbs/runs/11_train_online.ipynb", params, nproc=2) == 0
+    config = json.loads((out / "config.json").read_text())
+    assert (config["kind"], config["processes"], config["strategy"], config["training"]["loop"]["score_rows"]) == ("train", 2, "ddp", 3)
+    log, draws = pd.read_parquet(out / "log.parquet"), pd.read_parquet(out / "draws.parquet")
+    assert log.step.tolist() == [1, 2] and (log.n_samples == 4).all()          # 2 prompts × 2 draws per step, from both ranks
+    assert len(draws) == 8 and draws.groupby("step").prompt_id.nunique().tolist() == [2, 2]
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["step-1", "step-2"]
+    assert (out / "timing.json").exists()

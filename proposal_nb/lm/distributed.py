@@ -133,9 +133,10 @@ def _trainable(self:DistributedOnlineRun, model):
 
 def _build_engine(self:DistributedOnlineRun, name, model, *args, **kw):
     "DDP: the single-process engine. FSDP: built on the gathered weights, wrapped to gather (and recapture) per draw."
-    if self.strategy != "fsdp": return make_engine(name, model, *args, **kw)
+    pick = lambda: pick_engine(model, nucleus=kw.get("nucleus_of") is not None)       # no base_path: 'auto' never picks vllm here
+    if self.strategy != "fsdp": return make_engine(pick() if name == "auto" else name, model, *args, **kw)
     with gathered(self._fsdp):
-        if name == "auto": name = pick_engine(model, nucleus=kw.get("nucleus_of") is not None, base_path=kw.get("base_path"))
+        if name == "auto": name = pick()
         inner = make_engine(name, model, *args, **kw)
     return _ShardedEngine(inner, self._fsdp, self._push)
 

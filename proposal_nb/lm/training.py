@@ -204,7 +204,7 @@ class OnlineRun:
                                             max_new_tokens=L.max_new_tokens, nucleus_of=self.prior_cfg if self.nucleus else None,
                                             base_path=base_path, compile=L.compile, batch_size=L.gen_batch)
         self.dtype = next(model.parameters()).dtype
-        (self.dir / "config.json").write_text(json.dumps(config.to_dict(), indent=2))
+        if self.is_main: (self.dir / "config.json").write_text(json.dumps(config.to_dict(), indent=2))   # one writer
         if resume: self.load_latest()
 
     # -- hooks a distributed run overrides (one process: identity) --------------------------------------------
