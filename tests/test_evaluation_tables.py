@@ -9,7 +9,7 @@ import pytest
 from proposal_nb.analysis.evaluation import (DRAW_COLUMNS, validate_draws, evaluate, synthetic_draws, SyntheticSpec,
                                     bench_evaluation, prompt_rates, skyline)
 from proposal_nb.analysis.report_card import report_card
-from proposal_nb.analysis.zbins import rate_table, bin_trajectories, up_down
+from proposal_nb.analysis.zbins import with_zbin, bin_trajectories, up_down
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +94,7 @@ def test_skyline_from_table(syn):
 
 def test_zbins_on_table(syn):
     ev = evaluate(syn.draws, n_boot=100)
-    rates = rate_table(syn.prior[syn.prior.checkpoint == "base"])
+    rates = with_zbin(prompt_rates(syn.prior, checkpoints=["base"]))
     bt = bin_trajectories(ev.per_prompt, rates, "validity", n_boot=100)
     assert bt.groupby("checkpoint").prompts.sum().eq(60).all()
     d, counts = up_down(ev.per_prompt, rates, "base", "step750", "validity")

@@ -10,7 +10,8 @@ from typing import NamedTuple, Sequence, Mapping
 import numpy as np
 import pandas as pd
 import altair as alt
-from .evaluation import bootstrap_counts, bootstrap_means, percentile_ci
+from ..results import checkpoint_parts
+from .evaluation import bootstrap_counts, bootstrap_means, percentile_ci, prompt_rates
 
 # %% auto #0
 __all__ = ['STAGES', 'DEVICE_STAGES', 'CURRENCIES', 'BestOfK', 'best_of_k', 'simulate_best_of_k', 'k_equivalent', 'at_k', 'Costs',
@@ -173,24 +174,23 @@ def serving_cost(draws, # expected draws per prompt
                 gpu_h=(draws * dev("generation") + checks * dev("potential")) / 3600)
 
 # %% ../../nbs/33_breakeven.ipynb #c022
-def checkpoint_step(name)->int:
-    "The training step in a checkpoint name: its last integer ('step250', 'checkpoint-1000' -> 250, 1000)."
-    found = re.findall(r"\d+", str(name))
-    if not found: raise ValueError(f"checkpoint {name!r} has no step number; give a 'step' column")
-    return int(found[-1])
+def checkpoint_step(name, # a checkpoint name that ends in its step ('step250', 'iguana-step40')
+                   )->int: # the step, read by proposal_nb.results.checkpoint_parts
+    "The training step a checkpoint name ends in; ValueError when it names none."
+    if not re.search(r"\d$", str(name)): raise ValueError(f"checkpoint {name!r} has no step number; give a 'step' column")
+    return checkpoint_parts(name)[1]
 
 def rates_from_table(df:pd.DataFrame, # prompt_id, Z, s[, f] — or base rollouts prompt_id, draw, valid, correct
                      base:Sequence[str]=("base",), # with a 'checkpoint' column: the rows of these checkpoints are the base model's
                     )->pd.DataFrame:
     "Per-prompt Z, s (and f if given) from either a rates table or base rollouts."
-    if "checkpoint" in df.columns:
-        df = df[df.checkpoint.isin(list(base))]
-        if df.empty: raise ValueError(f"rates table has a 'checkpoint' column but no rows of the base checkpoint(s) {list(base)}")
-    if {"Z", "s"} <= set(df.columns): return df[["prompt_id", "Z", "s"] + (["f"] if "f" in df.columns else [])].reset_index(drop=True)
-    if {"valid", "correct"} <= set(df.columns):
-        from proposal_nb.analysis.evaluation import prompt_rates
-        # number the draws afresh: an evaluation table repeats 'draw' in every run
-        return prompt_rates(df.assign(draw=df.groupby("prompt_id").cumcount()))[["prompt_id", "Z", "s"]]
+    ck = list(base) if "checkpoint" in df.columns else None
+    if {"Z", "s"} <= set(df.columns):
+        if ck is not None:
+            df = df[df.checkpoint.isin(ck)]
+            if df.empty: raise ValueError(f"rates table has a 'checkpoint' column but no rows of the base checkpoint(s) {ck}")
+        return df[["prompt_id", "Z", "s"] + (["f"] if "f" in df.columns else [])].reset_index(drop=True)
+    if {"valid", "correct"} <= set(df.columns): return prompt_rates(df, checkpoints=ck)[["prompt_id", "Z", "s"]]
     raise ValueError(f"rates table needs columns (prompt_id, Z, s) or (prompt_id, valid, correct); has {list(df.columns)}")
 
 def trained_from_table(df:pd.DataFrame, # per-prompt or per-checkpoint pass1, or a draw table with 'correct'
@@ -229,6 +229,39 @@ def _prompt_targets(trained, prompts):
         raise ValueError(f"trained pass@1 missing for prompt {p!r}, checkpoint {ck!r}")
     return wide.to_numpy(float), meta.assign(pass1=wide.to_numpy(float).mean(0))
 
+# %% ../../nbs/33_breakeven.ipynb #c025b
+def _bootstrap_savings(bk, tgt_p, pass1, costs, device_stages, n_boot, seed):
+    "Per resample of prompts: the base curve [B, K], the targets [B, T], K_eq [B, T] and the saving per currency [B, T]."
+    P, K_max = bk.pass1.shape
+    T = len(pass1)
+    cnt = bootstrap_counts(P, n_boot, np.random.default_rng(seed))
+    V = np.concatenate([bk.pass1, bk.draws, bk.checks] + ([tgt_p] if tgt_p is not None else []), 1)
+    Bm = bootstrap_means(V, cnt)                                        # [B, 3K (+T)]
+    cb, db, chb = Bm[:, :K_max], Bm[:, K_max:2 * K_max], Bm[:, 2 * K_max:3 * K_max]
+    tb = Bm[:, 3 * K_max:] if tgt_p is not None else np.broadcast_to(pass1, (n_boot, T))
+    kb = k_equivalent(np.broadcast_to(cb[:, None], (n_boot, T, K_max)), tb)     # [B, T]
+    Db = at_k(np.broadcast_to(db[:, None], (n_boot, T, K_max)), kb)
+    Cb = at_k(np.broadcast_to(chb[:, None], (n_boot, T, K_max)), kb)
+    one = serving_cost(1.0, 0.0, costs, device_stages)
+    return cb, tb, kb, {c: v - one[c] for c, v in serving_cost(Db, Cb, costs, device_stages).items()}
+
+def _per_prompt_at_keq(rates, bk, f, meta, k_eq, tgt_p, costs, device_stages)->pd.DataFrame:
+    "Per prompt x checkpoint: best-of-K at the checkpoint's K_eq, its draws, checks and saving per currency."
+    P, rows = len(rates), []
+    one = serving_cost(1.0, 0.0, costs, device_stages)
+    for t, ck in enumerate(meta.checkpoint):
+        kk = np.full(P, k_eq[t])
+        d, ch = at_k(bk.draws, kk), at_k(bk.checks, kk)
+        sp = serving_cost(d, ch, costs, device_stages)
+        r = pd.DataFrame(dict(prompt_id=rates["prompt_id"].tolist(), checkpoint=ck, step=meta.step[t], Z=rates["Z"].to_numpy(float),
+                              s=rates["s"].to_numpy(float), f=np.broadcast_to(f, (P,)), pass1_base=bk.pass1[:, 0],
+                              pass1_trained=tgt_p[:, t] if tgt_p is not None else np.nan, k_eq=k_eq[t],
+                              pass1_bestofk=at_k(bk.pass1, kk), draws=d, checks=ch))
+        for c in CURRENCIES: r[f"saving_{c}"] = sp[c] - one[c]
+        rows.append(r)
+    return pd.concat(rows, ignore_index=True)
+
+# %% ../../nbs/33_breakeven.ipynb #c025d
 def breakeven(rates:pd.DataFrame, # per prompt: prompt_id, Z, s (optional f = P(correct | fails))
               trained:pd.DataFrame, # checkpoint, step, pass1; with prompt_id: per prompt (paired bootstrap)
               bill:pd.DataFrame, # from training_bill: step, checker_calls, wall_s, gpu_h
@@ -248,7 +281,6 @@ def breakeven(rates:pd.DataFrame, # per prompt: prompt_id, Z, s (optional f = P(
     if len(set(prompts)) != len(prompts): raise ValueError("rates table has duplicate prompt_id")
     f = rates["f"].to_numpy(float) if "f" in rates.columns else 0.0
     bk = best_of_k(rates["Z"].to_numpy(float), rates["s"].to_numpy(float), f, K_max)
-    P = len(prompts)
     tgt_p, meta = _prompt_targets(trained, prompts)
     _unit("trained pass1", meta["pass1"])
     bills = meta[["step"]].merge(bill, on="step", how="left")
@@ -261,16 +293,7 @@ def breakeven(rates:pd.DataFrame, # per prompt: prompt_id, Z, s (optional f = P(
     D, C = at_k(np.broadcast_to(draws_p, (T, K_max)), k_eq), at_k(np.broadcast_to(checks_p, (T, K_max)), k_eq)
     one = serving_cost(1.0, 0.0, costs, device_stages)
     save = {c: v - one[c] for c, v in serving_cost(D, C, costs, device_stages).items()}
-    # bootstrap over prompts (paired with the per-prompt target when given)
-    cnt = bootstrap_counts(P, n_boot, np.random.default_rng(seed))
-    V = np.concatenate([bk.pass1, bk.draws, bk.checks] + ([tgt_p] if tgt_p is not None else []), 1)
-    Bm = bootstrap_means(V, cnt)                                        # [B, 3K (+T)]
-    cb, db, chb = Bm[:, :K_max], Bm[:, K_max:2 * K_max], Bm[:, 2 * K_max:3 * K_max]
-    tb = Bm[:, 3 * K_max:] if tgt_p is not None else np.broadcast_to(meta["pass1"].to_numpy(float), (n_boot, T))
-    kb = k_equivalent(np.broadcast_to(cb[:, None], (n_boot, T, K_max)), tb)     # [B, T]
-    Db = at_k(np.broadcast_to(db[:, None], (n_boot, T, K_max)), kb)
-    Cb = at_k(np.broadcast_to(chb[:, None], (n_boot, T, K_max)), kb)
-    save_b = {c: v - one[c] for c, v in serving_cost(Db, Cb, costs, device_stages).items()}
+    cb, tb, kb, save_b = _bootstrap_savings(bk, tgt_p, meta["pass1"].to_numpy(float), costs, device_stages, n_boot, seed)
     a = (1 - level) / 2
     out = meta.copy()
     if tgt_p is not None:
@@ -291,19 +314,8 @@ def breakeven(rates:pd.DataFrame, # per prompt: prompt_id, Z, s (optional f = P(
     lo, hi = percentile_ci(cb, level)
     cv = pd.DataFrame(dict(K=bk.K, pass1=curve_p, pass1_lo=lo, pass1_hi=hi, draws=draws_p, checks=checks_p))
     for c, v in serving_cost(draws_p, checks_p, costs, device_stages).items(): cv[f"cost_{c}"] = v
-    # per prompt at each checkpoint's K_eq
-    rows = []
-    for t, ck in enumerate(meta.checkpoint):
-        kk = np.full(P, k_eq[t])
-        d, ch = at_k(bk.draws, kk), at_k(bk.checks, kk)
-        sp = serving_cost(d, ch, costs, device_stages)
-        r = pd.DataFrame(dict(prompt_id=prompts, checkpoint=ck, step=meta.step[t], Z=rates["Z"].to_numpy(float),
-                              s=rates["s"].to_numpy(float), f=np.broadcast_to(f, (P,)), pass1_base=bk.pass1[:, 0],
-                              pass1_trained=tgt_p[:, t] if tgt_p is not None else np.nan, k_eq=k_eq[t],
-                              pass1_bestofk=at_k(bk.pass1, kk), draws=d, checks=ch))
-        for c in CURRENCIES: r[f"saving_{c}"] = sp[c] - one[c]
-        rows.append(r)
-    return BreakEven(cv, out, pd.concat(rows, ignore_index=True), costs, tuple(device_stages))
+    per_prompt = _per_prompt_at_keq(rates, bk, f, meta, k_eq, tgt_p, costs, device_stages)
+    return BreakEven(cv, out, per_prompt, costs, tuple(device_stages))
 
 # %% ../../nbs/33_breakeven.ipynb #c029
 def synthetic_breakeven_inputs(n_prompts:int=200, # prompts

@@ -9,15 +9,16 @@ from typing import NamedTuple, Sequence
 import numpy as np
 import pandas as pd
 from scipy.special import gammaln
+from ..estimators.weights import snis_mean_np, ess_np
 
 # %% auto #0
 __all__ = ['DRAW_COLUMNS', 'TAG_COLUMNS', 'SD_EFFECT', 'BASE_COLUMNS', 'validate_draws', 'load_draws', 'DrawArrays',
-           'draw_arrays', 'snis_run', 'pass_at_k', 'metric_names', 'prompt_metrics', 'distinct_share',
-           'bootstrap_counts', 'bootstrap_means', 'percentile_ci', 'paired_halfwidth', 'plan_draws', 'Evaluation',
-           'evaluate', 'prompt_rates', 'Skyline', 'skyline', 'SyntheticSpec', 'sample_prompt_rates',
-           'proposal_validity', 'ess_table', 'synthetic_truth', 'Synthetic', 'synthetic_arrays', 'synthetic_draws',
-           'label_checkpoints', 'evaluation_tables', 'write_evaluation', 'population_truth', 'coverage_check',
-           'bench_evaluation', 'plot_metrics', 'plot_paired']
+           'draw_arrays', 'pass_at_k', 'metric_names', 'prompt_metrics', 'distinct_share', 'bootstrap_counts',
+           'bootstrap_means', 'percentile_ci', 'paired_halfwidth', 'plan_draws', 'Evaluation', 'evaluate',
+           'prompt_rates', 'Skyline', 'skyline', 'SyntheticSpec', 'sample_prompt_rates', 'proposal_validity',
+           'ess_table', 'synthetic_truth', 'Synthetic', 'synthetic_arrays', 'synthetic_draws', 'label_checkpoints',
+           'evaluation_tables', 'write_evaluation', 'population_truth', 'coverage_check', 'bench_evaluation',
+           'plot_metrics', 'plot_paired']
 
 # %% ../../nbs/30_evaluation.ipynb #c005
 DRAW_COLUMNS = {  # name: (kind, meaning) of every required column of a draw table
@@ -141,18 +142,6 @@ def draw_arrays(df:pd.DataFrame, # a validated draw table
     return DrawArrays(np.asarray(prompts), ckpts, grid("valid"), grid("correct"), logp + logr - logq,
                       logp, logq, logr, grid("length"), hc.reshape(P, C, R, M), tags)
 
-# %% ../../nbs/30_evaluation.ipynb #c017
-def snis_run(logw:np.ndarray, # [..., M] log-weights of one run's particles (-inf: weight 0)
-             correct:np.ndarray, # [..., M] 0/1 (or any value to average)
-            )->tuple[np.ndarray, np.ndarray]:
-    "Self-normalised mean of `correct` and Kish ESS of each run (last axis); both 0 for a run with no weight."
-    top = logw.max(-1, keepdims=True)
-    w = np.exp(logw - np.where(np.isfinite(top), top, 0.0))
-    sw = w.sum(-1); ok = sw > 0; den = np.where(ok, sw, 1.0)
-    acc = np.where(ok, (w * correct).sum(-1) / den, 0.0)
-    ess = np.where(ok, sw * sw / np.where(ok, (w * w).sum(-1), 1.0), 0.0)
-    return acc, ess
-
 # %% ../../nbs/30_evaluation.ipynb #c022
 def pass_at_k(n:np.ndarray, # draws per prompt
               c:np.ndarray, # correct draws per prompt
@@ -178,9 +167,9 @@ def prompt_metrics(valid:np.ndarray, # [..., R, M] potential r
                   )->np.ndarray:
     "Per-prompt metrics [..., K] (names from `metric_names(ks)`) from the draws of each prompt."
     M = logw.shape[-1]; n = logw.shape[-1] * logw.shape[-2]
-    wacc, ess = snis_run(logw, correct)
-    cap, _ = snis_run(np.minimum(logw, 0.0), correct)
-    rej, _ = snis_run(np.log(np.maximum(valid, 0.0), where=valid > 0, out=np.full(valid.shape, -np.inf)), correct)
+    wacc, ess = snis_mean_np(logw, correct), ess_np(logw)
+    cap = snis_mean_np(np.minimum(logw, 0.0), correct)
+    rej = snis_mean_np(np.log(np.maximum(valid, 0.0), where=valid > 0, out=np.full(valid.shape, -np.inf)), correct)
     nc = correct.sum((-1, -2))
     cols = [wacc.mean(-1), cap.mean(-1), rej.mean(-1), nc / n, valid.mean((-1, -2)),
             *[pass_at_k(np.full(nc.shape, n), nc, k) for k in ks if k > 1],
@@ -293,10 +282,19 @@ def evaluate(df:pd.DataFrame, # draw table (DRAW_COLUMNS)
 # %% ../../nbs/30_evaluation.ipynb #c037
 BASE_COLUMNS = ["prompt_id", "draw", "valid", "correct"]  # minimum columns of a base-rollout table
 
-def prompt_rates(base:pd.DataFrame, # base rollouts: BASE_COLUMNS (+ optional tags)
-                )->pd.DataFrame:
+def prompt_rates(base:pd.DataFrame, # base rollouts: BASE_COLUMNS (+ optional `checkpoint`, `run` and tag columns)
+                 checkpoints:Sequence[str]|None=None, # with a `checkpoint` column: the base model's names, whose rows count
+                )->pd.DataFrame: # one row per prompt: prompt_id, n, n_valid, n_correct, Z, C, s, se_Z (+ tags)
     "Per prompt: n, n_valid, n_correct, Z, C, s = n_correct/n_valid (0/0 := 0), se_Z = sqrt(Z(1-Z)/n), tags."
-    validate_draws(base, BASE_COLUMNS)
+    if checkpoints is not None:
+        if "checkpoint" not in base.columns:
+            raise ValueError(f"checkpoints {list(checkpoints)} given, but the table has no 'checkpoint' column; has {list(base.columns)}")
+        base = base[base["checkpoint"].isin(list(checkpoints))]
+        if base.empty: raise ValueError(f"the table has a 'checkpoint' column but no rows of the base checkpoint(s) {list(checkpoints)}")
+    elif "checkpoint" in base.columns and base["checkpoint"].nunique() > 1:
+        raise ValueError(f"the table holds checkpoints {list(base['checkpoint'].unique()[:4])}: "
+                         f"name the base model's with `checkpoints=` (rates pool only the base model's rollouts)")
+    validate_draws(base, BASE_COLUMNS + [c for c in ("checkpoint", "run") if c in base.columns])
     r, c = base["valid"].to_numpy(float), base["correct"].to_numpy(float)
     g = pd.DataFrame(dict(prompt_id=base["prompt_id"].to_numpy(), n=1, n_valid=r, n_correct=c * r))
     t = g.groupby("prompt_id", sort=False).sum()
@@ -354,9 +352,7 @@ def ess_table(sigma:float, # log-normal spread of the weights
     "f(n) = E[(sum w)^2 / sum w^2] for n = 0..M i.i.d. log-normal weights (f(0) = 0)."
     rng = np.random.default_rng(seed)
     f = np.zeros(M + 1)
-    for n in range(1, M + 1):
-        w = np.exp(sigma * rng.standard_normal((sims, n)))
-        f[n] = (w.sum(1) ** 2 / (w * w).sum(1)).mean()
+    for n in range(1, M + 1): f[n] = ess_np(sigma * rng.standard_normal((sims, n))).mean()
     return f
 
 # %% ../../nbs/30_evaluation.ipynb #c042

@@ -7,10 +7,10 @@ from __future__ import annotations
 from typing import NamedTuple, Sequence
 import numpy as np
 import pandas as pd
-from .evaluation import bootstrap_counts, bootstrap_means, percentile_ci, prompt_rates
+from .evaluation import bootstrap_counts, bootstrap_means, percentile_ci
 
 # %% auto #0
-__all__ = ['Z_BIN_EDGES', 'Z_BIN_LABELS', 'z_bin', 'rate_table', 'bin_summary', 'group_means', 'bin_trajectories', 'up_down',
+__all__ = ['Z_BIN_EDGES', 'Z_BIN_LABELS', 'z_bin', 'with_zbin', 'bin_summary', 'group_means', 'bin_trajectories', 'up_down',
            'tag_table', 'plot_z_hist', 'plot_bin_trajectories', 'plot_up_down']
 
 # %% ../../nbs/31_zbins.ipynb #c005
@@ -28,15 +28,13 @@ def z_bin(Z:np.ndarray|pd.Series, # per-prompt Z(x) in [0, 1]
     return pd.Categorical.from_codes(codes, categories=list(Z_BIN_LABELS), ordered=True)
 
 # %% ../../nbs/31_zbins.ipynb #c008
-def rate_table(base:pd.DataFrame, # base rollouts (prompt_id, draw, valid, correct, + tags)
-              )->pd.DataFrame:
-    "Per-prompt Z, C, s, se_Z (from `prompt_rates`) with the Z bin."
-    t = prompt_rates(base)
-    t["zbin"] = z_bin(t.Z)
-    return t
+def with_zbin(rates:pd.DataFrame, # per-prompt rates with a `Z` column (from evaluation.prompt_rates, or a z_table)
+             )->pd.DataFrame: # a copy with `zbin`, the ordered categorical bin of each Z
+    "The rates with each prompt's Z bin."
+    return rates.assign(zbin=z_bin(rates["Z"]))
 
-def bin_summary(rates:pd.DataFrame, # from rate_table
-               )->pd.DataFrame:
+def bin_summary(rates:pd.DataFrame, # per-prompt rates with zbin (from with_zbin)
+               )->pd.DataFrame: # one row per bin: zbin, prompts, Z, C, s, max_se_Z
     "Per Z bin: prompts, mean Z, mean C, mean s, and the largest SE of Z."
     return rates.groupby("zbin", observed=False).agg(prompts=("Z", "size"), Z=("Z", "mean"), C=("C", "mean"),
                                                     s=("s", "mean"), max_se_Z=("se_Z", "max")).reset_index()
@@ -75,7 +73,7 @@ def group_means(per_prompt:pd.DataFrame, # one row per prompt x `over` with the 
     return pd.DataFrame(rows)
 
 def bin_trajectories(per_prompt:pd.DataFrame, # Evaluation.per_prompt (or any per-prompt x `over` table)
-                     rates:pd.DataFrame, # from rate_table
+                     rates:pd.DataFrame, # per-prompt rates with zbin (from with_zbin)
                      metric:str="wacc", # column to average
                      over:str="checkpoint", # trajectory axis
                      **kw, # passed to group_means (n_boot, level, seed)
@@ -85,7 +83,7 @@ def bin_trajectories(per_prompt:pd.DataFrame, # Evaluation.per_prompt (or any pe
 
 # %% ../../nbs/31_zbins.ipynb #c016
 def up_down(per_prompt:pd.DataFrame, # one row per prompt x checkpoint with the metric column
-            rates:pd.DataFrame, # from rate_table (prompt_id, zbin)
+            rates:pd.DataFrame, # per-prompt rates with zbin (prompt_id, zbin; from with_zbin)
             a:str, # the earlier checkpoint
             b:str, # the later checkpoint
             metric:str="wacc", # column compared
@@ -119,7 +117,7 @@ def tag_table(per_prompt:pd.DataFrame, # Evaluation.per_prompt with tag columns 
     return t.rename_axis(tag).reset_index()
 
 # %% ../../nbs/31_zbins.ipynb #c027
-def plot_z_hist(rates:pd.DataFrame, # from rate_table
+def plot_z_hist(rates:pd.DataFrame, # per-prompt rates with zbin (from with_zbin)
                ):
     "Histograms of Z(x) and C(x) over prompts (bins of width 0.05), coloured by Z bin."
     import altair as alt

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Sequence
 import pandas as pd
 from ..results import find_runs
-from .tables import rates_table, heldout_tables
+from .tables import z_tables, heldout_tables
 from .charts import chart_spec, spec_values, PROMPT_SIGNAL
 from .pages import Page, PAGES, run_page, table_html
 from .browser import find_chromium, verify_site
@@ -111,7 +111,7 @@ def write_vendor(out_dir:Path|str)->Path:
 
 def site_context(runs)->dict:
     "The tables several pages share: rates (Z(x), C(x)) and heldout (the evaluation tables)."
-    return dict(rates=rates_table(runs), heldout=heldout_tables(runs))
+    return dict(rates=z_tables(runs), heldout=heldout_tables(runs))
 
 def build_site(results_dir:Path|str="results", # folder of run folders
                out_dir:Path|str="site/_build", # where the HTML goes (created; old pages removed)

@@ -127,7 +127,7 @@ def paired_chart(paired:pd.DataFrame, # Heldout.paired rows of one reference (a)
         facet=alt.Facet("metric:N", title=None), columns=3).resolve_scale(x="independent")
 
 # %% ../../nbs/38b_site_charts.ipynb #c015
-def rates_charts(rates:pd.DataFrame, # rates_table output
+def rates_charts(rates:pd.DataFrame, # z_tables output
                 ):
     "Histograms of Z(x) and C(x) and a Z–C scatter with tooltips; one row per potential."
     alt = _alt()

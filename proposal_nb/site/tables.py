@@ -7,12 +7,12 @@ from __future__ import annotations
 from typing import NamedTuple, Sequence
 import numpy as np
 import pandas as pd
-from ..results import Run, read_table, checkpoint_parts
-from ..analysis.zbins import Z_BIN_LABELS
+from ..results import Run, read_table
+from ..analysis.zbins import Z_BIN_LABELS, with_zbin
 
 # %% auto #0
-__all__ = ['HEADLINE', 'REPORT_CARD', 'ZBIN_LABELS', 'default_arm', 'collect', 'zbin_labels', 'rates_table', 'one_potential',
-           'Heldout', 'heldout_tables', 'headline_table', 'with_rates', 'bin_table', 'updown_table', 'training_draws',
+__all__ = ['HEADLINE', 'REPORT_CARD', 'ZBIN_LABELS', 'default_arm', 'collect', 'z_tables', 'one_potential', 'Heldout',
+           'heldout_tables', 'headline_table', 'with_rates', 'bin_table', 'updown_table', 'training_draws',
            'train_bin_table', 'task_texts', 'prompt_details', 'breaks_even']
 
 # %% ../../nbs/38a_site_tables.ipynb #c005
@@ -37,19 +37,16 @@ def collect(runs:Sequence[Run], # runs to read
     return pd.concat(frames, ignore_index=True) if frames else None
 
 # %% ../../nbs/38a_site_tables.ipynb #c008
-def zbin_labels(z)->np.ndarray:
-    "Z(x) bin label of each prompt (strings, from proposal_nb.analysis.zbins.z_bin)."
-    from proposal_nb.analysis.zbins import z_bin
-    return np.asarray(z_bin(z).astype(str), dtype=object)
-
-def rates_table(runs:Sequence[Run])->pd.DataFrame|None:
-    "Per-prompt Z, C (+ potential, tags, source, zbin) from every run's z_table; None if none has one."
+def z_tables(runs:Sequence[Run], # runs to read
+            )->pd.DataFrame|None: # source, prompt_id, Z, C (+ potential, tags), zbin as text; None if no run has a z_table
+    "Every run's saved per-prompt rates (its z_table), stacked, with each prompt's Z bin."
     rates = collect(runs, "z_table")
     if rates is None: return None
-    rates = rates.drop(columns=["arm"]).assign(prompt_id=lambda d: d.prompt_id.astype(str))
-    return rates.assign(zbin=zbin_labels(rates["Z"]))
+    rates = with_zbin(rates.drop(columns=["arm"]).assign(prompt_id=lambda d: d.prompt_id.astype(str)))
+    return rates.assign(zbin=rates.zbin.astype(str).astype(object))
 
-def one_potential(rates:pd.DataFrame)->pd.DataFrame:
+def one_potential(rates:pd.DataFrame, # from z_tables
+                 )->pd.DataFrame: # the rows of the first potential listed, one per prompt
     "One row per prompt: the rates of the first potential listed (e.g. no_error), when there are several."
     if "potential" in rates.columns: rates = rates[rates.potential == rates.potential.iloc[0]]
     return rates.drop_duplicates("prompt_id")
@@ -88,7 +85,7 @@ def headline_table(ho:Heldout, # from heldout_tables
 
 # %% ../../nbs/38a_site_tables.ipynb #c014
 def with_rates(per_prompt:pd.DataFrame, # Heldout.per_prompt
-               rates:pd.DataFrame|None, # rates_table (or None)
+               rates:pd.DataFrame|None, # z_tables (or None)
               )->pd.DataFrame:
     "per_prompt with each prompt's Z, C, zbin (and library/difficulty when the evaluation lacks them), from the first potential."
     if rates is None: return per_prompt
@@ -141,7 +138,7 @@ def training_draws(runs:Sequence[Run])->pd.DataFrame|None:
     return pd.concat(frames, ignore_index=True) if frames else None
 
 def train_bin_table(draws:pd.DataFrame, # training draws (arm, step, prompt_id, valid)
-                    rates:pd.DataFrame, # rates_table (Z bins)
+                    rates:pd.DataFrame, # z_tables (Z bins)
                    )->pd.DataFrame:
     "Per arm, Z(x) bin and epoch: mean training validity and visits."
     v = draws.groupby(["arm", "prompt_id", "step"], as_index=False).valid.mean().sort_values(["arm", "prompt_id", "step"])
