@@ -381,8 +381,10 @@ def _boot(values, n_boot, level, seed):
 
 def primary_metric(records:pd.DataFrame, # from run_control
                    bar:float, # pre-registered bar on the paired gain over resample
-                   n_boot:int=2000, level:float=0.95, seed:int=0,
-                  )->pd.DataFrame:
+                   n_boot:int=2000, # bundle-bootstrap resamples
+                   level:float=0.95, # CI coverage
+                   seed:int=0, # seed of the bootstrap
+                  )->pd.DataFrame: # arm, pass_rate (CI), gain over resample (CI), bar, verdict
     "Per arm: per-sample pass rate (CI), paired gain over resample (CI) and the verdict against the bar."
     per = records.pivot_table(index="bundle", columns="arm", values="passed", aggfunc="mean")
     arms = [a for a in ARMS if a in per.columns]
@@ -396,9 +398,12 @@ def primary_metric(records:pd.DataFrame, # from run_control
     out.loc[out.arm == "resample", "verdict"] = "reference"
     return out
 
+# %% ../../nbs/34_calibration.ipynb #c045b
 def rescue_rates(records:pd.DataFrame, # from run_control
-                 n_boot:int=2000, level:float=0.95, seed:int=0,
-                )->pd.DataFrame:
+                 n_boot:int=2000, # bundle-bootstrap resamples
+                 level:float=0.95, # CI coverage
+                 seed:int=0, # seed of the bootstrap
+                )->pd.DataFrame: # arm, failed_first, rescue, bundle_mean (CI), resample's band
     "Per arm: share of particles failing in round 0 that pass later (CI); resample's row is the re-run noise band."
     first = records[records["round"] == 0].set_index(["arm", "bundle", "particle"]).passed
     later = records[records["round"] > 0].groupby(["arm", "bundle", "particle"]).passed.max()
@@ -420,9 +425,12 @@ def rescue_rates(records:pd.DataFrame, # from run_control
         out["above_band"] = out.lo > r.hi
     return out
 
+# %% ../../nbs/34_calibration.ipynb #c045d
 def anchoring(records:pd.DataFrame, # from run_control
-              n_boot:int=2000, level:float=0.95, seed:int=0,
-             )->pd.DataFrame:
+              n_boot:int=2000, # bundle-bootstrap resamples
+              level:float=0.95, # CI coverage
+              seed:int=0, # seed of the bootstrap
+             )->pd.DataFrame: # arm, similarity (CI)
     "Per arm: mean text similarity of later programs to the same particle's round-0 program (CI over bundles)."
     first = records[records["round"] == 0].set_index(["arm", "bundle", "particle"]).program
     later = records[records["round"] > 0]

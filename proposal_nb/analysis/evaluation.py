@@ -155,7 +155,8 @@ def pass_at_k(n:np.ndarray, # draws per prompt
     return np.where(f < k, 1.0, 1.0 - np.exp(logratio))
 
 # %% ../../nbs/30_evaluation.ipynb #c026
-def metric_names(ks:Sequence[int]=(1, 10, 50))->list[str]:
+def metric_names(ks:Sequence[int]=(1, 10, 50), # pass@k budgets (k > 1 get their own column)
+                )->list[str]: # the column names of `prompt_metrics`
     "Names of the per-prompt metrics, in the order `prompt_metrics` returns them."
     return ["wacc", "wacc_cap1", "wacc_reject", "pass1", "validity", *[f"pass@{k}" for k in ks if k > 1],
             "ess_per_m", "no_valid"]
@@ -226,7 +227,10 @@ def paired_halfwidth(n_prompts:int, # held-out prompts
     return z * math.sqrt((sd_effect ** 2 + 2 * p_var / draws) / n_prompts)
 
 def plan_draws(target:float, # wanted half-width
-               n_prompts:int, sd_effect:float=SD_EFFECT, p_var:float=0.25, z:float=1.959964,
+               n_prompts:int, # held-out prompts
+               sd_effect:float=SD_EFFECT, # σ_h
+               p_var:float=0.25, # v(1−v) per arm (0.25: the worst case)
+               z:float=1.959964, # normal quantile (95%)
               )->int|None: # the fewest K reaching `target`; None when no K can
     "Draws per arm per prompt for a planned paired half-width ≤ target."
     room = (target / z) ** 2 * n_prompts - sd_effect ** 2
@@ -339,7 +343,9 @@ def sample_prompt_rates(n:int, # prompts
     z = np.where(rng.random(n) < p_zero, 0.0, rng.beta(0.7, 1.2, n))
     return np.clip(z, 0.0, 0.995), rng.beta(2.0, 2.0, n)
 
-def proposal_validity(z:np.ndarray, gain:float)->np.ndarray:
+def proposal_validity(z:np.ndarray, # [P] prior validity
+                      gain:float, # g_c added on the logit scale
+                     )->np.ndarray: # [P] the proposal's validity v
     "v = sigmoid(logit z + gain); 0 where z = 0."
     lz = np.log(np.where(z > 0, z, 1.0)) - np.log1p(-z)
     return np.where(z > 0, 1.0 / (1.0 + np.exp(-(lz + gain))), 0.0)
@@ -376,6 +382,7 @@ def synthetic_truth(z:np.ndarray, # [P] prior validity
         out.append(np.stack(cols, -1))
     return np.stack(out, 1)
 
+# %% ../../nbs/30_evaluation.ipynb #c042b
 class Synthetic(NamedTuple):
     "A synthetic experiment: draw tables and the truth they were generated from."
     draws: pd.DataFrame      # proposal draws of every checkpoint (DRAW_COLUMNS + split, library)
@@ -411,6 +418,25 @@ def synthetic_arrays(z:np.ndarray, # [P] prior validity
     return dict(valid=valid, correct=correct, logw=np.where(valid > 0, logw, -np.inf), logp=logq + logw, logq=logq,
                 length=length)
 
+def _prior_rollouts(z, s, spec, N, ids, split, library, rng)->pd.DataFrame:
+    "N draws from p per prompt, their log q scored under every checkpoint (one block of rows per checkpoint)."
+    P = len(z)
+    bvalid = (rng.random((P, N)) < z[:, None]).astype(float)
+    bcorrect = bvalid * (rng.random((P, N)) < s[:, None])
+    blen = 20 + rng.poisson(80, (P, N)); blogp = -0.5 * blen - rng.exponential(1.0, (P, N))
+    bhash = rng.integers(0, 2**62, (P, N))
+    frames = []
+    for c, (g, sg) in enumerate(zip(spec.gains, spec.sigmas)):
+        v = proposal_validity(z, g)[:, None]
+        lw = _lognormal_logw(bvalid, z[:, None], v, sg, rng, under_p=True)
+        frames.append(pd.DataFrame(dict(prompt_id=np.repeat(ids, N), checkpoint=spec.names[c], run=0,
+                                        draw=np.tile(np.arange(N), P), valid=bvalid.ravel(), correct=bcorrect.ravel(),
+                                        logp=blogp.ravel(), logq=(blogp - lw).ravel(),
+                                        logr=np.where(bvalid.ravel() > 0, 0.0, -np.inf), length=blen.ravel(),
+                                        text_hash=bhash.ravel(), split=np.repeat(split, N), library=np.repeat(library, N))))
+    return pd.concat(frames, ignore_index=True)
+
+# %% ../../nbs/30_evaluation.ipynb #c042d
 def synthetic_draws(n_prompts:int=301, # prompts P
                     spec:SyntheticSpec=SyntheticSpec(), # checkpoints, gains, sigmas
                     runs:int=5, # runs R per prompt and checkpoint
@@ -435,25 +461,11 @@ def synthetic_draws(n_prompts:int=301, # prompts P
                                  logr=np.where(a["valid"].ravel() > 0, 0.0, -np.inf), length=a["length"].ravel(),
                                  text_hash=rng.integers(0, 2**62, idx.shape[1]), split=split[idx[0]],
                                  library=library[idx[0]]))
-    # prior rollouts: N draws from p per prompt, scored under every checkpoint's q
-    N = n_base
-    bvalid = (rng.random((P, N)) < z[:, None]).astype(float)
-    bcorrect = bvalid * (rng.random((P, N)) < s[:, None])
-    blen = 20 + rng.poisson(80, (P, N)); blogp = -0.5 * blen - rng.exponential(1.0, (P, N))
-    bhash = rng.integers(0, 2**62, (P, N))
-    frames = []
-    for c, (g, sg) in enumerate(zip(spec.gains, spec.sigmas)):
-        v = proposal_validity(z, g)[:, None]
-        lw = _lognormal_logw(bvalid, z[:, None], v, sg, rng, under_p=True)
-        frames.append(pd.DataFrame(dict(prompt_id=np.repeat(ids, N), checkpoint=spec.names[c], run=0,
-                                        draw=np.tile(np.arange(N), P), valid=bvalid.ravel(), correct=bcorrect.ravel(),
-                                        logp=blogp.ravel(), logq=(blogp - lw).ravel(),
-                                        logr=np.where(bvalid.ravel() > 0, 0.0, -np.inf), length=blen.ravel(),
-                                        text_hash=bhash.ravel(), split=np.repeat(split, N), library=np.repeat(library, N))))
+    prior = _prior_rollouts(z, s, spec, n_base, ids, split, library, rng)
     kl = np.stack([np.where(z > 0, sg ** 2 / 2 - np.log(np.where(z > 0, proposal_validity(z, g), 1.0)), np.inf)
                    for g, sg in zip(spec.gains, spec.sigmas)], 1)
     prompts = pd.DataFrame(dict(prompt_id=ids, z=z, s=s, split=split, library=library))
-    return Synthetic(draws_df, pd.concat(frames, ignore_index=True), prompts, synthetic_truth(z, s, spec, M, ks), kl)
+    return Synthetic(draws_df, prior, prompts, synthetic_truth(z, s, spec, M, ks), kl)
 
 # %% ../../nbs/30_evaluation.ipynb #5e5c581f
 def label_checkpoints(names:Sequence[str], # checkpoint names, in order

@@ -91,27 +91,37 @@ def _with_tags(df:pd.DataFrame, tasks:Sequence[Task])->pd.DataFrame:
     return df.merge(tags, on="prompt_id", how="left")
 
 # %% ../../nbs/26_rollouts.ipynb #c012
-def load_adapter_state(model, state:dict|None):
+def load_adapter_state(model, # a PeftModel
+                       state:dict|None, # adapter weights from `adapter_state`
+                      ):
     "Put an adapter state (from `adapter_state`) into a PeftModel; None leaves it as is."
     if state is not None:
         from peft import set_peft_model_state_dict
         set_peft_model_state_dict(model, state)
 
-def adapter_state(model)->dict:
+def adapter_state(model, # a PeftModel
+                 )->dict: # parameter name -> detached tensor
     "A detached copy of a PeftModel's adapter weights."
     from peft import get_peft_model_state_dict
     return {k: v.detach().clone() for k, v in get_peft_model_state_dict(model).items()}
 
-def evaluation_draws(model, tokenizer, # a PeftModel (its adapter is replaced by `state` when given)
+# %% ../../nbs/26_rollouts.ipynb #c012b
+def evaluation_draws(model, # a PeftModel (its adapter is replaced by `state` when given)
+                     tokenizer, # its tokenizer
                      tasks:Sequence[Task], # held-out prompts
                      checkpoint:str, # name of the arm in the table
                      state:dict|None, # adapter weights; None: the base model (q = p)
-                     R:int, M:int, # runs and draws per run
-                     valid:PotentialFn, correct:PotentialFn, # the checker and the hidden tests
-                     seed:int=0, max_new_tokens:int=400, batch_size:int=32, progress:bool=True,
+                     R:int, # runs per prompt
+                     M:int, # draws per run
+                     valid:PotentialFn, # the checker: r(x, y) in [0, 1]
+                     correct:PotentialFn, # the hidden tests: 0/1
+                     seed:int=0, # seed of the sampling keys
+                     max_new_tokens:int=400, # longest completion
+                     batch_size:int=32, # sequences generated together
+                     progress:bool=True, # show a progress bar
                      keep_tokens:bool=False, # add prompt_ids / token_ids columns (to re-score the draws later)
                      engine:str="auto", # sampling engine (engines.ENGINES); every arm gets the same keys
-                    )->pd.DataFrame:
+                    )->pd.DataFrame: # DRAW_COLUMNS (+ tags, + token columns with keep_tokens)
     "R×M draws per task from one checkpoint with validity, correctness and both densities: DRAW_COLUMNS rows."
     draw = lambda adapter: keyed_generations(model, tokenizer, tasks, R * M, seed, "eval", engine, max_new_tokens, batch_size,
                                              adapter=adapter, progress=progress)
@@ -140,9 +150,11 @@ def evaluation_draws(model, tokenizer, # a PeftModel (its adapter is replaced by
     if keep_tokens: df["prompt_ids"], df["token_ids"] = [list(g.prompt_ids) for g in flat], [list(g.token_ids) for g in flat]
     return _with_tags(df, tasks)
 
+# %% ../../nbs/26_rollouts.ipynb #c012d
 def prior_table(model, # a PeftModel
                 base_draws:pd.DataFrame, # the base arm's evaluation draws, made with keep_tokens=True
-                checkpoint:str, state:dict|None, # the arm to re-score under (None: the base model, q = p)
+                checkpoint:str, # name of the arm to re-score under
+                state:dict|None, # its adapter weights (None: the base model, q = p)
                )->pd.DataFrame:
     "The base model's draws with log q re-scored under a checkpoint: the `prior` table of the report card."
     if "token_ids" not in base_draws: raise ValueError("base_draws lack token_ids: make them with keep_tokens=True")
