@@ -96,7 +96,8 @@ def write_table(folder:Path|str, # a run folder (created)
     else: df.to_csv(p, index=False)
     return p
 
-def read_file(path:Path|str)->pd.DataFrame:
+def read_file(path:Path|str, # a .parquet, .csv or .jsonl table file
+             )->pd.DataFrame:
     "A table file (.parquet, .csv or .jsonl) as a DataFrame; errors name the file."
     p = Path(path)
     if p.suffix not in TABLE_EXTS: raise ValueError(f"{p}: not a table file (suffix {p.suffix!r}; expected one of {TABLE_EXTS})")
@@ -157,7 +158,8 @@ def find_runs(results:Path|str, # a folder of run folders
         out.append(Run(d.name, d, cfg if isinstance(cfg, dict) else {"config": cfg}))
     return out
 
-def run_tables(folder:Path|str)->dict:
+def run_tables(folder:Path|str, # a run folder
+              )->dict:
     "{stem: DataFrame} of every table file in a run folder (contract tables checked, others read as they are)."
     out = {}
     for p in sorted(q for q in Path(folder).iterdir() if q.suffix in TABLE_EXTS):

@@ -33,12 +33,16 @@ def table_html(df:pd.DataFrame, # a table
     h = "<div class='scroll'>" + df.head(max_rows).to_html(index=False, classes="tbl", border=0, float_format=lambda x: f"{x:.4g}", na_rep="") + "</div>"
     return h + (f"<p class='note'>{max_rows} of {len(df)} rows shown.</p>" if len(df) > max_rows else "")
 
-def kinds(page:Page)->list:
+def kinds(page:Page, # a built page
+         )->list: # the kind of each block, in order
     "The kinds of a page's blocks, in order (a compact view of a page for tests)."
     return [k for k, _ in page.blocks]
 
 # %% ../../nbs/38c_site_pages.ipynb #c008
-def page_overview(runs, results, ctx)->Page:
+def page_overview(runs, # the run folders (results.find_runs)
+                  results, # the results folder they sit in
+                  ctx:dict, # shared tables: `rates` (z_tables), `heldout` (heldout_tables)
+                 )->Page:
     "What was run (model, tasks, arms, parameters), the headline table and the pipeline timing."
     blocks = [("p", f"Built {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} from <code>{html.escape(str(Path(results).resolve()))}</code>: "
                     f"{len(runs)} run folder(s).")]
@@ -55,7 +59,10 @@ def page_overview(runs, results, ctx)->Page:
     return Page("index", "Overview", blocks)
 
 # %% ../../nbs/38c_site_pages.ipynb #c011
-def page_rates(runs, results, ctx)->Page|None:
+def page_rates(runs, # the run folders (results.find_runs)
+               results, # the results folder they sit in
+               ctx:dict, # shared tables: `rates` (z_tables), `heldout` (heldout_tables)
+              )->Page|None:
     "Z(x) and C(x) distributions from the base model's run, and the prompts per Z(x) bin."
     r = ctx.get("rates")
     if r is None: return None
@@ -65,7 +72,10 @@ def page_rates(runs, results, ctx)->Page|None:
         ("p", "Z(x): share of the base model's rollouts that pass the checker; C(x): share that are correct. Hover for a prompt."),
         ("chart", rates_charts(r)), ("h2", "Prompts per Z(x) bin"), ("table", counts)])
 
-def page_training(runs, results, ctx)->Page|None:
+def page_training(runs, # the run folders (results.find_runs)
+                  results, # the results folder they sit in
+                  ctx:dict, # shared tables: `rates` (z_tables), `heldout` (heldout_tables)
+                 )->Page|None:
     "Step-wise training diagnostics of every arm, and training validity per epoch by Z(x) bin."
     log = collect(runs, "log")
     if log is None: return None
@@ -81,7 +91,10 @@ def page_training(runs, results, ctx)->Page|None:
     return Page("training", "Training", blocks)
 
 # %% ../../nbs/38c_site_pages.ipynb #c014
-def page_heldout(runs, results, ctx)->Page|None:
+def page_heldout(runs, # the run folders (results.find_runs)
+                 results, # the results folder they sit in
+                 ctx:dict, # shared tables: `rates` (z_tables), `heldout` (heldout_tables)
+                )->Page|None:
     "Held-out metrics by checkpoint with CI bands, and paired differences against each run's first checkpoint."
     ho = ctx.get("heldout")
     if ho is None: return None
@@ -100,7 +113,10 @@ def page_heldout(runs, results, ctx)->Page|None:
     tab = ho.summary[ho.summary.metric.isin(main)][["source", "arm", "checkpoint", "metric", "estimate", "lo", "hi"]]
     return Page("heldout", "Held-out", blocks + [("h2", "Table"), ("table", tab)])
 
-def page_bins(runs, results, ctx)->Page|None:
+def page_bins(runs, # the run folders (results.find_runs)
+              results, # the results folder they sit in
+              ctx:dict, # shared tables: `rates` (z_tables), `heldout` (heldout_tables)
+             )->Page|None:
     "Per-bin trajectories and up/down counts."
     ho, rates = ctx.get("heldout"), ctx.get("rates")
     if ho is None or rates is None or not len(ho.per_prompt): return None
@@ -134,7 +150,10 @@ def prompt_texts(runs, # all runs
         prompts = pd.concat(found, ignore_index=True) if found else None
     return (None if prompts is None else prompts.drop_duplicates("prompt_id")), missing
 
-def page_prompts(runs, results, ctx)->Page|None:
+def page_prompts(runs, # the run folders (results.find_runs)
+                 results, # the results folder they sit in
+                 ctx:dict, # shared tables: `rates` (z_tables), `heldout` (heldout_tables)
+                )->Page|None:
     "Per-prompt view: click a prompt to highlight it in every arm and see its details."
     ho = ctx.get("heldout")
     if ho is None or not len(ho.per_prompt): return None
@@ -148,7 +167,10 @@ def page_prompts(runs, results, ctx)->Page|None:
         ("chart", prompt_chart(pp, metric)), ("prompts", prompt_details(pp, prompts, shown, missing))])
 
 # %% ../../nbs/38c_site_pages.ipynb #c020
-def page_report_card(runs, results, ctx)->Page|None:
+def page_report_card(runs, # the run folders (results.find_runs)
+                     results, # the results folder they sit in
+                     ctx:dict, # shared tables: `rates` (z_tables), `heldout` (heldout_tables)
+                    )->Page|None:
     "The proposal report card."
     t = collect(runs, "report_card")
     if t is None: return None
@@ -165,7 +187,10 @@ CONTROL_TABLES = {  # calibration run tables of the positive control: (charted c
     "anchoring": (["similarity"], {"similarity": ("lo", "hi")}),
 }
 
-def page_calibration(runs, results, ctx)->Page|None:
+def page_calibration(runs, # the run folders (results.find_runs)
+                     results, # the results folder they sit in
+                     ctx:dict, # shared tables: `rates` (z_tables), `heldout` (heldout_tables)
+                    )->Page|None:
     "Calibration: share of visible tests passed vs hidden pass rate, and the positive control's arms."
     t = collect(runs, "calibration")
     if t is None: return None
@@ -180,7 +205,10 @@ def page_calibration(runs, results, ctx)->Page|None:
     return Page("calibration", "Calibration", blocks)
 
 # %% ../../nbs/38c_site_pages.ipynb #c023
-def page_breakeven(runs, results, ctx)->Page|None:
+def page_breakeven(runs, # the run folders (results.find_runs)
+                   results, # the results folder they sit in
+                   ctx:dict, # shared tables: `rates` (z_tables), `heldout` (heldout_tables)
+                  )->Page|None:
     "Break-even runs: best-of-K curve, N* per checkpoint, per-prompt table and per-sample costs."
     pc = collect(runs, "per_checkpoint")
     if pc is None: return None

@@ -20,7 +20,8 @@ HEADLINE = ("wacc", "pass1", "validity")  # metrics of the headline table, when 
 REPORT_CARD = ("ess_per_m", "khat_median", "log_zhat_median", "kl", "kl_upper", "wacc")  # charted card columns, when present
 ZBIN_LABELS = list(Z_BIN_LABELS)          # Z(x) bins, in order
 
-def default_arm(run:Run)->str:
+def default_arm(run:Run, # a run folder
+               )->str: # its config's `arm`, else its folder name
     "Arm of a run's rows that name none: its config's `arm`, else the folder name."
     return str(run.config.get("arm") or run.name)
 
@@ -58,7 +59,8 @@ class Heldout(NamedTuple):
     paired: pd.DataFrame      # source, a, b, arm_a, arm_b, metric, diff, lo, hi
     per_prompt: pd.DataFrame  # source, prompt_id, arm, checkpoint, step, one column per metric
 
-def heldout_tables(runs:Sequence[Run])->Heldout|None:
+def heldout_tables(runs:Sequence[Run], # runs to read
+                  )->Heldout|None: # None when no run has a summary
     "The summary, paired and per_prompt tables of every evaluation run, stacked; None when no run has a summary."
     S, D, P = [], [], []
     for r in runs:
@@ -127,7 +129,8 @@ def updown_table(per_prompt:pd.DataFrame, # Heldout.per_prompt of one source, wi
     return t
 
 # %% ../../nbs/38a_site_tables.ipynb #c017
-def training_draws(runs:Sequence[Run])->pd.DataFrame|None:
+def training_draws(runs:Sequence[Run], # runs to read
+                  )->pd.DataFrame|None:
     "The training draws of every run (a `draws` table with a step column), with arm and source."
     frames = []
     for r in runs:
@@ -175,7 +178,8 @@ def prompt_details(per_prompt:pd.DataFrame, # Heldout.per_prompt (+ Z, C, tags)
     return out
 
 # %% ../../nbs/38a_site_tables.ipynb #c023
-def breaks_even(per_checkpoint:pd.DataFrame)->bool:
+def breaks_even(per_checkpoint:pd.DataFrame, # BreakEven.per_checkpoint, as its run wrote it
+               )->bool:
     "Whether any checkpoint has a finite N* in any currency."
     cols = [c for c in per_checkpoint.columns if c.startswith("nstar_") and not c.endswith(("_lo", "_hi"))]
     return bool(np.isfinite(per_checkpoint[cols].to_numpy(float)).any()) if cols else False
