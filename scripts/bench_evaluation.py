@@ -2,7 +2,7 @@
 2,000 prompt-bootstrap resamples and all 45 paired checkpoint differences (target <= 2 s on 2 cores).
 Usage: .venv/bin/python scripts/bench_evaluation.py [repeats]"""
 import sys
-from proposal_nb.analysis.evaluation import bench_evaluation
+from proposal_nb.analysis.synthetic import bench_evaluation
 
 if __name__ == "__main__":
     repeats = int(sys.argv[1]) if len(sys.argv) > 1 else 3

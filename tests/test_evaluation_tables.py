@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from proposal_nb.analysis.evaluation import (DRAW_COLUMNS, validate_draws, evaluate, synthetic_draws, SyntheticSpec,
-                                    bench_evaluation, prompt_rates, skyline)
+from proposal_nb.analysis.evaluation import DRAW_COLUMNS, validate_draws, evaluate, prompt_rates, skyline
+from proposal_nb.analysis.synthetic import synthetic_draws, SyntheticSpec, bench_evaluation
 from proposal_nb.analysis.report_card import report_card
 from proposal_nb.analysis.zbins import with_zbin, bin_trajectories, up_down
 

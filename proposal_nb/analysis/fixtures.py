@@ -9,8 +9,8 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 from ..results import write_table, write_json, read_table, find_runs, TABLES
-from .evaluation import (synthetic_draws, SyntheticSpec, Synthetic, prompt_rates, evaluation_tables,
-                                             write_evaluation, label_checkpoints)
+from .evaluation import prompt_rates, evaluation_tables, write_evaluation, label_checkpoints
+from .synthetic import synthetic_draws, SyntheticSpec, Synthetic
 from .zbins import z_bin
 
 # %% auto #0
