@@ -23,7 +23,8 @@ MODEL = "SmolLM2-135M-Instruct (synthetic)"   # the model every synthetic config
 def synthetic_experiment(arms:Sequence[str]=("iguana", "msc"), # trained arms (a 'base' checkpoint is always added)
                          n_prompts:int=24, # prompts
                          steps:Sequence[int]=(250, 500), # checkpoints of each arm
-                         runs:int=2, draws:int=5, # R runs of M draws per prompt and checkpoint
+                         runs:int=2, # R runs per prompt and checkpoint
+                         draws:int=5, # M draws per run
                          n_base:int=20, # base rollouts per prompt
                          seed:int=0, # seed of everything
                         )->Synthetic:
@@ -34,7 +35,8 @@ def synthetic_experiment(arms:Sequence[str]=("iguana", "msc"), # trained arms (a
     return synthetic_draws(n_prompts, SyntheticSpec(tuple(names), tuple(gains), tuple(0.5 * g for g in gains)), runs, draws, n_base, seed)
 
 # %% ../../nbs/35_fixtures.ipynb #c008
-def prompt_text(pid:str)->str:
+def prompt_text(pid:str, # a synthetic prompt id such as `p0007`
+               )->str: # the stub `def task_7(xs): ...`
     "The synthetic text of prompt `p0007`: a function stub naming its number."
     i = int(str(pid)[1:])
     return f"def task_{i}(xs):\n    \"\"\"Synthetic task {i}: return something about xs.\"\"\""
@@ -135,7 +137,8 @@ def write_breakeven(folder:Path|str, # the run folder
     write_json(folder, "config", dict(kind="breakeven", arm=arm, model=MODEL, seed=seed))
     return Path(folder)
 
-def write_theory(folder:Path|str)->Path:
+def write_theory(folder:Path|str, # the run folder to write
+                )->Path: # the same folder
     "A theory run: a table outside the contract (signal.csv) and its figure (signal.svg)."
     import altair as alt
     sig = pd.DataFrame(dict(M=np.repeat([10, 20, 50], 5), v=np.tile([0.01, 0.05, 0.1, 0.2, 0.5], 3)))
@@ -150,7 +153,8 @@ def synthetic_results(root:Path|str, # folder that receives the run folders
                       arms:Sequence[str]=("iguana", "msc"), # trained arms (a 'base' checkpoint is always added)
                       n_prompts:int=24, # prompts
                       steps:Sequence[int]=(250, 500), # checkpoints of each arm
-                      runs:int=2, draws:int=5, # R runs of M draws per prompt and checkpoint
+                      runs:int=2, # R runs per prompt and checkpoint
+                      draws:int=5, # M draws per run
                       n_base:int=20, # base rollouts per prompt
                       n_boot:int=500, # bootstrap resamples of the evaluation tables
                       seed:int=0, # seed of everything
