@@ -97,7 +97,9 @@ class Correlation(NamedTuple):
     pearson: float; pearson_lo: float; pearson_hi: float
     spearman: float; spearman_lo: float; spearman_hi: float
 
-def _rowcorr(x, y):
+def _rowcorr(x:np.ndarray, # [..., n] values
+             y:np.ndarray, # [..., n] values paired with x
+            )->np.ndarray: # [...] correlation per row
     "Pearson correlation of each row of x with the same row of y (nan for a constant row)."
     x, y = x - x.mean(-1, keepdims=True), y - y.mean(-1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -222,9 +224,13 @@ class Grade(NamedTuple):
     program: str    # the program that ran
 
     @property
-    def fitness(self)->int: return int(sum(self.visible))
+    def fitness(self)->int:
+        "Visible tests passed (the fitness a refinement search climbs)."
+        return int(sum(self.visible))
     @property
-    def passed(self)->bool: return bool(self.hidden) and all(self.hidden)
+    def passed(self)->bool:
+        "True when there are hidden tests and all of them pass."
+        return bool(self.hidden) and all(self.hidden)
 
 def grade_programs(executor:Executor, # a started (or startable) sandbox
                    programs:Sequence[str], # programs to run
@@ -269,7 +275,9 @@ class Bundle(NamedTuple):
     hidden: tuple  # hidden asserts, n_hidden per function, function by function
 
     @property
-    def context(self)->str: return "".join(dict.fromkeys(t.context for t in self.tasks if t.context))
+    def context(self)->str:
+        "The tasks' shared context code, each distinct piece once, in order."
+        return "".join(dict.fromkeys(t.context for t in self.tasks if t.context))
 
 def make_bundles(tasks:Sequence[Task], # candidate tasks (function tasks with >= 1 public and >= n_hidden hidden tests are used)
                  n_bundles:int, # bundles to make
@@ -286,7 +294,8 @@ def make_bundles(tasks:Sequence[Task], # candidate tasks (function tasks with >=
     return [Bundle(f"bundle/{b}", tuple(g), tuple(t.public_tests[0] for t in g), tuple(h for t in g for h in t.hidden_tests[:n_hidden]))
             for b, g in enumerate(pick[i:i + size] for i in range(0, len(pick), size))]
 
-def bundle_prompt(bundle:Bundle)->str:
+def bundle_prompt(bundle:Bundle, # the bundle to ask for
+                 )->str: # the request text
     "The request: the five problems, each with its shown example (added unless the task's prompt already shows it)."
     parts = [f"Write the following {len(bundle.tasks)} Python functions, all in one ```python code block.\n"]
     for i, (t, a) in enumerate(zip(bundle.tasks, bundle.shown)):
@@ -367,7 +376,11 @@ def run_control(bundles:Sequence[Bundle], # the bundles (tasks of the control)
     return pd.DataFrame(rows)
 
 # %% ../../nbs/34_calibration.ipynb #c045
-def _boot(values, n_boot, level, seed):
+def _boot(values:np.ndarray, # [bundles, F] values (NaN where missing)
+          n_boot:int, # bundle-bootstrap resamples
+          level:float, # CI coverage
+          seed:int, # bootstrap seed
+         )->tuple: # (mean, lo, hi), each [F]
     "Mean and bundle-bootstrap percentile CI of the columns of [bundles, F] values (rows with NaN kept out per column)."
     V = np.asarray(values, float)
     ok = ~np.isnan(V)
