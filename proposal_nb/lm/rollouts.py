@@ -23,17 +23,22 @@ __all__ = ['PotentialFn', 'prompt_texts', 'text_hash', 'grade', 'keyed_generatio
 # %% ../../nbs/26_rollouts.ipynb #c005
 PotentialFn = Callable[[Sequence[Task], Sequence[str]], np.ndarray]
 
-def prompt_texts(tokenizer, tasks:Sequence[Task], few_shot=())->list[str]:
+def prompt_texts(tokenizer, # a tokenizer with a chat template
+                 tasks:Sequence[Task], # the tasks to ask for
+                 few_shot:Sequence[tuple[str,str]]=(), # (request, answer) pairs shown first
+                )->list[str]: # one chat-formatted prompt per task
     "The chat-formatted prompt of each task."
     return [chat_prompt(tokenizer, t.prompt, few_shot) for t in tasks]
 
-def text_hash(completion:str)->str:
+def text_hash(completion:str, # a model's completion
+             )->str: # 16 hex digits
     "Short hash of the program a completion holds (the last fenced block, whitespace-trimmed)."
     return hashlib.sha1(extract_program(completion).strip().encode()).hexdigest()[:16]
 
 def grade(potentials:Mapping[str, PotentialFn], # name -> potential
-          tasks:Sequence[Task], completions:Sequence[str], # aligned pairs
-         )->dict:
+          tasks:Sequence[Task], # the task of each completion
+          completions:Sequence[str], # completions, aligned with tasks
+         )->dict: # name -> [len(tasks)] values in [0, 1]
     "Each potential's values on the pairs, checked to be aligned arrays in [0, 1]."
     out = {}
     for name, pot in potentials.items():
@@ -44,12 +49,18 @@ def grade(potentials:Mapping[str, PotentialFn], # name -> potential
     return out
 
 # %% ../../nbs/26_rollouts.ipynb #c007b
-def keyed_generations(model, tokenizer, # the model (a PeftModel is sampled with its adapter unless adapter=False)
-                      tasks:Sequence[Task], n:int, # prompts and draws per prompt
-                      seed:int, purpose:str, # key labels: the same (seed, purpose) gives the same keys
-                      engine:str="auto", max_new_tokens:int=400, batch_size:int=32,
+def keyed_generations(model, # the model (a PeftModel is sampled with its adapter unless adapter=False)
+                      tokenizer, # its tokenizer
+                      tasks:Sequence[Task], # prompts
+                      n:int, # draws per prompt
+                      seed:int, # key label: the same (seed, purpose) gives the same keys
+                      purpose:str, # key label, e.g. 'rollouts' or 'eval'
+                      engine:str="auto", # sampling engine (engines.ENGINES)
+                      max_new_tokens:int=400, # longest completion
+                      batch_size:int=32, # sequences generated together
                       adapter:bool=True, # False: sample the base model (adapter off)
-                      progress:bool=False)->list[list]:
+                      progress:bool=False, # show a progress bar
+                     )->list[list]: # per task, its n generations
     "n draws per task through an engine, draw k of task t keyed by (seed, purpose, t.id, k)."
     ids = [tokenizer(t, add_special_tokens=False).input_ids for t in prompt_texts(tokenizer, tasks)]
     keys = torch.tensor([row_keys(seed, purpose, t.id, k) for t in tasks for k in range(n)], dtype=torch.long)
@@ -61,15 +72,19 @@ def keyed_generations(model, tokenizer, # the model (a PeftModel is sampled with
         return eng.generate(ids, n, keys, progress=progress)
 
 # %% ../../nbs/26_rollouts.ipynb #c008
-def base_rollouts(model, tokenizer, # the base model (a PeftModel is sampled with its adapter off)
+def base_rollouts(model, # the base model (a PeftModel is sampled with its adapter off)
+                  tokenizer, # its tokenizer
                   tasks:Sequence[Task], # prompts
                   n:int, # draws per prompt
                   potentials:Mapping[str, PotentialFn], # graded on every draw; keys become r_<name> columns
                   valid:str, # which potential fills `valid`
                   correct:str|None=None, # which potential fills `correct` (None: zeros)
-                  seed:int=0, max_new_tokens:int=400, batch_size:int=32, progress:bool=True,
+                  seed:int=0, # seed of the sampling keys
+                  max_new_tokens:int=400, # longest completion
+                  batch_size:int=32, # sequences generated together
+                  progress:bool=True, # show a progress bar
                   engine:str="auto", # sampling engine (engines.ENGINES)
-                 )->pd.DataFrame:
+                 )->pd.DataFrame: # one row per (prompt, draw)
     "N base draws per task, graded by every potential: one row per (prompt, draw)."
     if valid not in potentials: raise ValueError(f"valid={valid!r} is not among the potentials {list(potentials)}")
     if correct is not None and correct not in potentials: raise ValueError(f"correct={correct!r} is not among the potentials {list(potentials)}")
@@ -85,7 +100,9 @@ def base_rollouts(model, tokenizer, # the base model (a PeftModel is sampled wit
                            **{f"r_{k}": v for k, v in r.items()}, text=texts))
     return _with_tags(df, tasks)
 
-def _with_tags(df:pd.DataFrame, tasks:Sequence[Task])->pd.DataFrame:
+def _with_tags(df:pd.DataFrame, # rows with a prompt_id column
+               tasks:Sequence[Task], # the tasks those ids name
+              )->pd.DataFrame: # df with difficulty and library columns
     tags = pd.DataFrame([dict(prompt_id=t.id, difficulty=t.tags.get("difficulty", ""), library=t.tags.get("library", t.tags.get("source", "")))
                          for t in tasks])
     return df.merge(tags, on="prompt_id", how="left")
@@ -93,7 +110,7 @@ def _with_tags(df:pd.DataFrame, tasks:Sequence[Task])->pd.DataFrame:
 # %% ../../nbs/26_rollouts.ipynb #c012
 def load_adapter_state(model, # a PeftModel
                        state:dict|None, # adapter weights from `adapter_state`
-                      ):
+                      )->None:
     "Put an adapter state (from `adapter_state`) into a PeftModel; None leaves it as is."
     if state is not None:
         from peft import set_peft_model_state_dict
@@ -178,7 +195,9 @@ def load_task_source(source:str="embedded", # "embedded", "humaneval", or a path
     if not ts: raise ValueError(f"task source {source!r} with difficulties={difficulties} holds no task")
     return ts[:limit] if limit else ts
 
-def load_adapter_folder(model, path)->dict:
+def load_adapter_folder(model, # a PeftModel
+                        path:Path|str, # a folder holding a saved adapter (adapter_config.json and weights)
+                       )->dict: # the adapter state now in the model
     "Load the adapter saved in `path` (peft format) into a PeftModel; returns its state."
     from peft.utils import load_peft_weights
     p = Path(path)
