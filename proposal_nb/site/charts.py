@@ -21,17 +21,21 @@ def _alt():
     import altair as alt
     return alt
 
-def chart_spec(chart)->dict:
+def chart_spec(chart, # an Altair chart
+              )->dict: # its Vega-Lite spec, datasets inline
     "The Vega-Lite spec of an Altair chart with all its data inline (no row limit)."
     alt = _alt()
     with alt.data_transformers.enable("default", max_rows=None):
         return chart.to_dict()
 
-def chart_specs(page_html:str)->list[dict]:
+def chart_specs(page_html:str, # the HTML of a built page
+               )->list[dict]: # one Vega-Lite spec per chart, in page order
     "The Vega-Lite specs embedded in a built page."
     return [json.loads(m.replace("<\\/", "</")) for m in re.findall(r"<script type='application/json' data-chart='[^']+'>(.*?)</script>", page_html, re.S)]
 
-def spec_values(spec:dict, field:str)->set:
+def spec_values(spec:dict, # a Vega-Lite spec (chart_spec, chart_specs)
+                field:str, # a column of its datasets, e.g. 'arm'
+               )->set: # the distinct values of that column
     "Every value of `field` in the inline datasets of a spec."
     rows = [r for ds in spec.get("datasets", {}).values() for r in ds]
     return {r[field] for r in rows if field in r}
@@ -39,7 +43,7 @@ def spec_values(spec:dict, field:str)->set:
 def thin(df:pd.DataFrame, # long table with `arm`, `metric` and an ordered x column
          x:str="step", # the ordering column
          max_points:int=600, # points kept per (arm, metric)
-        )->pd.DataFrame:
+        )->pd.DataFrame: # the kept rows
     "Keep every k-th row of each (arm, metric) group so that at most `max_points` remain (the last row kept)."
     out = []
     for _, g in df.sort_values(x).groupby(["arm", "metric"], sort=False):
@@ -71,7 +75,7 @@ def training_long(log:pd.DataFrame, # stacked training logs (step, arm, numeric 
 
 def training_chart(log:pd.DataFrame, # stacked training logs (step, arm, numeric diagnostics)
                    max_points:int=600, # points per arm, diagnostic and line
-                  ):
+                  )->object: # an Altair chart faceted by diagnostic
     "One small chart per diagnostic against step, coloured by arm; running means and reference lines dashed."
     alt = _alt()
     long = thin(training_long(log).assign(key=lambda d: d.metric + "|" + d.line).rename(columns={"metric": "panel", "key": "metric"}),
@@ -93,7 +97,8 @@ def from_base(df:pd.DataFrame, # rows with an `arm` column, the untrained model'
     base, others = df[df.arm == "base"], [a for a in pd.unique(df.arm) if a != "base"]
     return pd.concat([df, *[base.assign(arm=a) for a in others]], ignore_index=True)
 
-def by_run(d:pd.DataFrame)->dict:
+def by_run(d:pd.DataFrame, # a table that may have a `source` column (the run)
+          )->dict: # Altair encodings ({} for a single run)
     "Encodings that keep each run (`source`) its own line and band when a table holds several runs."
     if "source" not in d.columns or d.source.nunique() < 2: return {}
     alt = _alt()
@@ -101,7 +106,7 @@ def by_run(d:pd.DataFrame)->dict:
 
 def metric_band_chart(summary:pd.DataFrame, # Heldout.summary rows
                       metrics:Sequence[str]|None=None, # metrics to show (default: all)
-                     ):
+                     )->object: # an Altair chart faceted by metric
     "Macro metric vs step with 95% CI band per arm, one panel per metric."
     alt = _alt()
     d = from_base(summary if metrics is None else summary[summary.metric.isin(list(metrics))])
@@ -113,7 +118,7 @@ def metric_band_chart(summary:pd.DataFrame, # Heldout.summary rows
         facet=alt.Facet("metric:N", title=None), columns=3).resolve_scale(y="independent")
 
 def paired_chart(paired:pd.DataFrame, # Heldout.paired rows of one reference (a) and one or more metrics
-                ):
+                )->object: # an Altair chart faceted by metric
     "Paired per-prompt difference b − a with its CI, one row per pair, a rule at 0; coloured by b's arm."
     alt = _alt()
     d = paired.assign(pair=paired.b.astype(str) + " − " + paired.a.astype(str), arm=paired.arm_b.astype(str))
@@ -128,7 +133,7 @@ def paired_chart(paired:pd.DataFrame, # Heldout.paired rows of one reference (a)
 
 # %% ../../nbs/38b_site_charts.ipynb #c015
 def rates_charts(rates:pd.DataFrame, # z_tables output
-                ):
+                )->object: # an Altair chart: two histograms and a scatter per potential
     "Histograms of Z(x) and C(x) and a Z–C scatter with tooltips; one row per potential."
     alt = _alt()
     if "potential" in rates.columns and rates.potential.nunique() > 1:
@@ -147,7 +152,7 @@ def rates_charts(rates:pd.DataFrame, # z_tables output
 
 def bins_chart(bins:pd.DataFrame, # from bin_table
                metric:str="validity", # axis title
-              ):
+              )->object: # an Altair chart faceted by Z(x) bin
     "Mean metric of each Z(x) bin vs step with CI bands, one panel per bin, coloured by arm."
     alt = _alt()
     d = from_base(bins)
@@ -158,7 +163,8 @@ def bins_chart(bins:pd.DataFrame, # from bin_table
     return alt.layer(band, line, data=d).properties(width=170, height=150).facet(
         facet=alt.Facet("zbin:N", sort=ZBIN_LABELS, title=None), columns=5)
 
-def train_bins_chart(tb:pd.DataFrame)->object:
+def train_bins_chart(tb:pd.DataFrame, # mean training validity and visits per arm, Z(x) bin and epoch (site.tables.train_bin_table)
+                    )->object: # an Altair chart faceted by Z(x) bin
     "Training validity per epoch, one panel per Z(x) bin, coloured by arm."
     alt = _alt()
     return alt.Chart(tb).mark_line(point=True).encode(
@@ -171,7 +177,7 @@ PROMPT_SIGNAL = "prompt"  # name of the selection parameter the detail panel lis
 
 def prompt_chart(per_prompt:pd.DataFrame, # Heldout.per_prompt (+ Z, C when known)
                  metric:str="validity", # metric on the y axis
-                ):
+                )->object: # an Altair chart: the scatter above the trajectory
     "Per-prompt scatter per arm with a shared click selection, and the selected prompt's trajectory."
     alt = _alt()
     pp = per_prompt.copy()
@@ -193,7 +199,10 @@ def prompt_chart(per_prompt:pd.DataFrame, # Heldout.per_prompt (+ Z, C when know
     return alt.vconcat(sc, traj)
 
 # %% ../../nbs/38b_site_charts.ipynb #c021
-def _table_long(d, num, cis):
+def _table_long(d:pd.DataFrame, # the table with `label` and `arm` columns added
+                num:Sequence[str], # its numeric columns to draw
+                cis:dict|None, # {column: (lo column, hi column)} beyond the <col>_lo/<col>_hi names
+               )->pd.DataFrame: # label, arm, metric, value, lo, hi (finite values only)
     "label, arm, metric, value, lo, hi: one row per label and numeric column."
     rows = []
     for c in num:
@@ -208,7 +217,7 @@ def table_chart(df:pd.DataFrame, # a table: label column(s) and numeric columns
                 label:str|None=None, # the category column (default: checkpoint, bucket or the first text column)
                 mark:str="point", # 'point' or 'bar'
                 cis:dict|None=None, # {column: (lo column, hi column)} where the names do not follow <col>_lo/<col>_hi
-               ):
+               )->object: # an Altair chart faceted by numeric column
     "One panel per numeric column: value per label (coloured by arm), with CI rules."
     alt = _alt()
     ci_cols = {x for v in (cis or {}).values() for x in v}
@@ -234,7 +243,8 @@ def table_chart(df:pd.DataFrame, # a table: label column(s) and numeric columns
     return alt.layer(*layers, data=long).properties(width=260).facet(facet=alt.Facet("metric:N", title=None), columns=3).resolve_scale(x="independent")
 
 # %% ../../nbs/38b_site_charts.ipynb #c024
-def breakeven_charts(run:Run)->list:
+def breakeven_charts(run:Run, # a run folder (results.find_runs)
+                    )->list: # Altair charts (empty without break-even tables)
     "The break-even charts of one run folder, or [] when it has no break-even tables."
     from proposal_nb.site.tables import breaks_even
     pc, cv, t = read_table(run.path, "per_checkpoint"), read_table(run.path, "curve"), read_json(run.path, "timing")
