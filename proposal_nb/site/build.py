@@ -23,7 +23,8 @@ __all__ = ['VENDOR_JS', 'ASSETS', 'PALETTE', 'asset', 'arm_colours', 'finite', '
 VENDOR_JS = "vendor/vega-bundle.js"   # where the Vega bundle goes in a built site
 ASSETS = ("site.css", "site.js")      # package data files of proposal_nb/site/assets/, copied into every site
 
-def asset(name:str)->str:
+def asset(name:str, # one of ASSETS: 'site.css' or 'site.js'
+         )->str: # the file's text
     "The text of a package data file of the site (site.css or site.js)."
     if name not in ASSETS: raise ValueError(f"no site asset {name!r}; the assets are {ASSETS}")
     return (resources.files("proposal_nb.site") / "assets" / name).read_text(encoding="utf-8")
@@ -33,7 +34,7 @@ PALETTE = ["#4c78a8", "#f58518", "#e45756", "#72b7b2", "#54a24b", "#eeca3b", "#b
 
 def arm_colours(spec:dict, # a Vega-Lite spec (changed in place)
                 arms:Sequence[str], # every arm of the site, in order: arm i gets PALETTE[i % 10]
-               )->dict:
+               )->dict: # the same spec
     "Colour each arm the same on every page; a chart's legend lists only the arms in its data."
     colour = {a: PALETTE[i % len(PALETTE)] for i, a in enumerate(arms)}
     present = [a for a in arms if a in spec_values(spec, "arm")]
@@ -50,7 +51,8 @@ def arm_colours(spec:dict, # a Vega-Lite spec (changed in place)
     if present: walk(spec)
     return spec
 
-def finite(x):
+def finite(x, # a value: float, dict, list, tuple or anything else (returned as is)
+          )->object: # x with non-finite floats as None
     "`x` with every NaN or ±inf float (at any depth of dicts and lists) replaced by None."
     if isinstance(x, float): return x if math.isfinite(x) else None
     if isinstance(x, dict): return {k: finite(v) for k, v in x.items()}
@@ -58,7 +60,12 @@ def finite(x):
     return x
 
 # %% ../../nbs/38d_site_build.ipynb #c011
-def _block_html(page:Page, kind:str, x, n:int, arms)->str:
+def _block_html(page:Page, # the page the block is on (named in errors)
+                kind:str, # block kind: h2, p, html, table, img, chart, spec or prompts
+                x, # the block's content (text, table, (src, caption), Altair chart, spec or prompt dict)
+                n:int, # the number of charts before it on the page
+                arms:Sequence[str]|None, # colour domain of the `arm` field (None: leave colours alone)
+               )->str: # the block's HTML
     "The HTML of one block (n: the number of charts before it on the page)."
     if kind == "h2": return f"<h2>{html.escape(x)}</h2>"
     if kind == "p": return f"<p>{x}</p>"
@@ -78,7 +85,7 @@ def _block_html(page:Page, kind:str, x, n:int, arms)->str:
 def render_page(page:Page, # the page
                 nav:Sequence[tuple[str, str]], # (slug, title) of every page, in order
                 arms:Sequence[str]|None=None, # colour domain of the `arm` field shared by all pages
-               )->str:
+               )->str: # a whole HTML document
     "The HTML of one page."
     body, n = [], 0
     for kind, x in page.blocks:
@@ -98,7 +105,8 @@ def _vega_bundle()->str:
     import vl_convert as vlc
     return vlc.javascript_bundle()
 
-def write_vendor(out_dir:Path|str)->Path:
+def write_vendor(out_dir:Path|str, # the site folder
+                )->Path: # the bundle's file
     "Write the offline Vega/Vega-Lite/Vega-Embed bundle (from vl-convert-python) into the site, once."
     f = Path(out_dir) / VENDOR_JS
     if not f.exists():
@@ -109,7 +117,8 @@ def write_vendor(out_dir:Path|str)->Path:
                                                f"vega-embed {vlc.get_vega_embed_version()}; from vl-convert-python {vlc.__version__}\n")
     return f
 
-def site_context(runs)->dict:
+def site_context(runs:Sequence, # the run folders (results.find_runs)
+                )->dict: # `rates` (z_tables) and `heldout` (heldout_tables)
     "The tables several pages share: rates (Z(x), C(x)) and heldout (the evaluation tables)."
     return dict(rates=z_tables(runs), heldout=heldout_tables(runs))
 
@@ -134,7 +143,8 @@ def build_site(results_dir:Path|str="results", # folder of run folders
     return written
 
 # %% ../../nbs/38d_site_build.ipynb #c021
-def main(argv=None):
+def main(argv:Sequence[str]|None=None, # command-line arguments (None: sys.argv[1:])
+        )->list[Path]: # the written pages
     "Command line: build the results site from run folders."
     ap = argparse.ArgumentParser(prog="proposal-nb-site", description=build_site.__doc__)
     ap.add_argument("--results", default="results", help="folder of run folders (default: results)")
@@ -150,7 +160,8 @@ def main(argv=None):
     return pages
 
 # %% ../../nbs/38d_site_build.ipynb #c024
-def results_folder(results:Path|str|None=None)->Path:
+def results_folder(results:Path|str|None=None, # an explicit folder (wins when given)
+                  )->Path: # the folder the pages read
     "The results folder of the Quarto pages: `results`, else $PROPOSAL_NB_RESULTS, else ../results."
     return Path(results or os.environ.get("PROPOSAL_NB_RESULTS", "../results"))
 
