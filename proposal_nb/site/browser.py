@@ -41,7 +41,8 @@ def read_message(fd:int, # the pipe's read end
 class DevToolsPipe:
     "A headless Chromium and its DevTools pipe: send a command, read its result (events are kept in `events`)."
     def __init__(self, exe:str|None=None, # browser executable (default: find_chromium())
-                 width:int=1280, height:int=900, # window size
+                 width:int=1280, # window width in pixels
+                 height:int=900, # window height in pixels
                  timeout:float=30.0, # seconds to wait for any one reply
                 ):
         exe = exe or find_chromium()
@@ -61,7 +62,10 @@ class DevToolsPipe:
         m, self._buf = read_message(self._r, self._buf, deadline)
         return m
 
-    def send(self, method:str, session:bool=False, **params)->dict:
+    def send(self, method:str, # a DevTools method, e.g. 'Page.navigate'
+             session:bool=False, # True: to the attached page; False: to the browser
+             **params, # the method's parameters
+            )->dict: # the command's result
         "Send one DevTools command (to the attached page when `session`) and return its result."
         self._id += 1; i = self._id
         msg = {"id": i, "method": method, "params": params}
@@ -75,12 +79,12 @@ class DevToolsPipe:
                 return m.get("result", {})
             self.events.append(m)
 
-    def drain(self):
+    def drain(self)->None:
         "Read the events already waiting on the pipe."
         while select.select([self._r], [], [], 0)[0] or b"\0" in self._buf:
             self.events.append(self._read(time.time() + 1))
 
-    def close(self):
+    def close(self)->None:
         "Stop the browser and remove its profile."
         try: self.send("Browser.close")
         except Exception: pass
@@ -98,7 +102,8 @@ class DevToolsPipe:
 class Chromium(DevToolsPipe):
     "A headless Chromium with one page attached: evaluate, navigate, click, screenshot, errors."
     def __init__(self, exe:str|None=None, # browser executable (default: find_chromium())
-                 width:int=1280, height:int=900, # viewport
+                 width:int=1280, # viewport width in pixels
+                 height:int=900, # viewport height in pixels
                  timeout:float=30.0, # seconds to wait for any one reply
                 ):
         super().__init__(exe, width, height, timeout)
@@ -111,13 +116,17 @@ class Chromium(DevToolsPipe):
     def _viewport(self, h):
         self.send("Emulation.setDeviceMetricsOverride", session=True, width=self.width, height=h, deviceScaleFactor=1, mobile=False)
 
-    def eval(self, js:str):
+    def eval(self, js:str, # a JavaScript expression (a promise is awaited)
+            )->object: # its value, as JSON
         "Evaluate a JavaScript expression in the page and return its (JSON) value."
         r = self.send("Runtime.evaluate", session=True, expression=js, returnByValue=True, awaitPromise=True)
         if "exceptionDetails" in r: raise RuntimeError(f"javascript error in {js[:60]!r}: {r['exceptionDetails'].get('text')}")
         return r["result"].get("value")
 
-    def goto(self, url:str, ready:str="document.readyState === 'complete'", timeout:float=30.0)->float:
+    def goto(self, url:str, # the address to open
+             ready:str="document.readyState === 'complete'", # JavaScript condition that says the page is ready
+             timeout:float=30.0, # seconds to wait for it
+            )->float: # seconds until ready
         "Navigate and wait until the JavaScript condition `ready` holds; return the seconds it took."
         self.send("Page.navigate", session=True, url=url)
         t = time.time()
@@ -126,12 +135,16 @@ class Chromium(DevToolsPipe):
             time.sleep(0.05)
         raise TimeoutError(f"{url}: {ready!r} not true after {timeout}s")
 
-    def click(self, x:float, y:float):
+    def click(self, x:float, # viewport x in CSS pixels
+              y:float, # viewport y in CSS pixels
+             )->None:
         "A real left click at page coordinates (x, y) of the viewport."
         for t in ("mouseMoved", "mousePressed", "mouseReleased"):
             self.send("Input.dispatchMouseEvent", session=True, type=t, x=x, y=y, button="left", clickCount=1)
 
-    def screenshot(self, path:Path|str, full:bool=True)->Path:
+    def screenshot(self, path:Path|str, # the PNG file to write
+                   full:bool=True, # the whole page (up to 12,000 px) rather than the viewport
+                  )->Path: # the written file
         "Save a PNG of the page (the whole page, up to 12,000 px, when `full`)."
         if full: self._viewport(min(int(self.eval("document.documentElement.scrollHeight")), 12000)); time.sleep(0.2)
         data = self.send("Page.captureScreenshot", session=True, format="png")["data"]
