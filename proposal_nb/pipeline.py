@@ -25,7 +25,8 @@ __all__ = ['REPO', 'RUNS', 'STEP_SECONDS', 'DEFAULT_TASKS', 'DEFAULT_SPLIT', 'DE
 REPO = Path(proposal_nb.__file__).resolve().parents[1]
 RUNS = REPO / "nbs" / "runs"
 
-def parameters_index(nb)->int:
+def parameters_index(nb:nbformat.NotebookNode, # a notebook read with nbformat
+                    )->int: # the index of its `parameters` cell
     "Index of the cell tagged `parameters`; error naming the notebook if there is none."
     for i, c in enumerate(nb.cells):
         if "parameters" in c.get("metadata", {}).get("tags", []): return i
@@ -55,14 +56,14 @@ def run_notebook(nb_path, # the run notebook to execute
     return out_nb
 
 # %% ../nbs/39_pipeline.ipynb #q002
-def console_stream():
+def console_stream()->object: # a line-buffered text file on a copy of descriptor 1
     "A text stream on the console as it is now (it stays there while `output_to` redirects file descriptors 1 and 2)."
     sys.stdout.flush()
     return os.fdopen(os.dup(1), "w", buffering=1)
 
 @contextmanager
-def output_to(log, # file that receives the output (appended; its folder is created)
-             ):
+def output_to(log:str|Path, # file that receives the output (appended; its folder is created)
+             )->object: # a context manager that yields the open file
     "Send file descriptors 1 and 2 (prints, warnings, logging, and every process started meanwhile) to `log`; yield the open file."
     log = Path(log); log.parent.mkdir(parents=True, exist_ok=True)
     sys.stdout.flush(); sys.stderr.flush()
@@ -76,7 +77,9 @@ def output_to(log, # file that receives the output (appended; its folder is crea
             for fd in saved: os.close(fd)
 
 # %% ../nbs/39_pipeline.ipynb #c008
-def publish_gpu_benchmark(results, source=RUNS / "bench_gpu_results.json")->Path|None:
+def publish_gpu_benchmark(results:str|Path, # the results folder (bench_gpu/ is written in it)
+                          source:str|Path=RUNS / "bench_gpu_results.json", # the committed benchmark numbers
+                         )->Path|None: # the written folder, or None without a source
     "Write results/bench_gpu/ from the committed GPU benchmark numbers; None when there are none."
     import pandas as pd
     source = Path(source)
@@ -100,7 +103,9 @@ def publish_gpu_benchmark(results, source=RUNS / "bench_gpu_results.json")->Path
     return out
 
 # %% ../nbs/39_pipeline.ipynb #c009b
-def publish_runs(results, source=None)->list[Path]:
+def publish_runs(results:str|Path, # the results folder that receives the copies
+                 source:str|Path|None=None, # folder of committed run folders (None: results.published_root())
+                )->list[Path]: # the copied run folders
     "Copy every committed run folder (one holding a config.json) from `source` (default: `results.published_root()`) into `results/`."
     from proposal_nb.results import published_root
     source, out = Path(source) if source else published_root(), []
@@ -111,7 +116,10 @@ def publish_runs(results, source=None)->list[Path]:
     return out
 
 # %% ../nbs/39_pipeline.ipynb #c011
-def save_chart(chart, out_dir, name:str)->list[Path]:
+def save_chart(chart, # an Altair chart
+               out_dir:str|Path, # the folder to write into (created)
+               name:str, # file name without extension
+              )->list[Path]: # the files written
     "Write `name.vl.json` and, when vl-convert is available, `name.svg`; return the paths written."
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
     paths = [out / f"{name}.vl.json"]
@@ -125,7 +133,8 @@ def save_chart(chart, out_dir, name:str)->list[Path]:
 # %% ../nbs/39_pipeline.ipynb #p002
 STEP_SECONDS = dict(theory=14, z=106, iguana=225, msc=240, eval=449, breakeven_iguana=4, breakeven_msc=4, site=22)  # seconds: the main job on the 2-core CPU machine (results/timing.json, 2026-11-30)
 
-def fmt_seconds(s:float)->str:
+def fmt_seconds(s:float, # seconds (negative counts as 0)
+               )->str: # e.g. '3m05s'
     "A duration for people: 45s, 3m05s, 1h02m."
     s = int(round(max(float(s), 0.0)))
     if s < 60: return f"{s}s"
@@ -173,7 +182,10 @@ class StepLine:
             self.console.write(self.head + (f" · about {fmt_seconds(self.left(0))} left" if self.left else "")); self.console.flush()
         return self
 
-    def __exit__(self, et, ev, tb):
+    def __exit__(self, et, # exception type (None when the step succeeded)
+                 ev, # exception value
+                 tb, # traceback
+                )->bool: # False: an exception goes on
         took = fmt_seconds(time.time() - self.t0)
         if self.tty: self._stop.set(); self._thread.join(); self.console.write("\r\033[K" + self.head)
         self.console.write(f" · done in {took}\n" if et is None else f" · FAILED after {took}\n"); self.console.flush()
@@ -185,7 +197,8 @@ DEFAULT_SPLIT = dict(heldout_frac=0.3, split_seed=42)                          #
 DEFAULT_TRAIN = dict(M=5, prompts_per_step=2, steps=8, lr=1e-3, max_new_tokens=128, checkpoint_every=4)
 JOB_LOG = "main.log"                                                           # in the results folder
 
-def base_validity(results)->float:
+def base_validity(results:str|Path, # the job's results folder (holding z/summary.json)
+                 )->float: # μ0 in [0.05, 0.95]
     "Mean validity of the base model from the Z(x) step (the normaliser's μ0), clipped into [0.05, 0.95]."
     s = json.loads((Path(results) / "z" / "summary.json").read_text())
     return float(min(max(s["validity"], 0.05), 0.95))
@@ -198,7 +211,8 @@ def final_adapter(run_dir, # an online training run folder (holding checkpoints/
     if not ck: raise FileNotFoundError(f"{run_dir}: no checkpoint")
     return str(ck[-1] / "adapter")
 
-def default_steps(results)->list[tuple[str, Path, dict]]:
+def default_steps(results:str|Path, # the folder that receives one subfolder per step
+                 )->list[tuple[str, Path, dict]]: # (name, notebook, parameters); callables are resolved when the step runs
     "The default pipeline: (step name, run notebook, parameters) in execution order."
     R = Path(results)
     train = lambda est: {"out_dir": str(R / est), "estimator": est, **DEFAULT_TASKS, **DEFAULT_SPLIT, **DEFAULT_TRAIN,
@@ -275,7 +289,8 @@ def run_pipeline(results="results", # folder that receives one subfolder per ste
         timing_file.write_text(json.dumps(timing, indent=2))
     return timing
 
-def build_results_site(results)->float:
+def build_results_site(results:str|Path, # the job's results folder
+                      )->float: # seconds taken
     "Build the static results site into results/site/ (index.html) and, when Chromium is installed, check every page in it (screenshots in results/site_check/); returns seconds."
     from proposal_nb.site.build import build_site
     from proposal_nb.site.browser import verify_site, find_chromium
@@ -288,15 +303,19 @@ def build_results_site(results)->float:
 # %% ../nbs/39_pipeline.ipynb #s002
 HEADLINE_METRICS = ("validity", "pass1", "wacc")   # rows of the closing table, when the evaluation has them
 
-def _ci(est:float, lo:float, hi:float, signed:bool=False)->str:
+def _ci(est:float, # the estimate
+        lo:float, # lower end of its CI
+        hi:float, # upper end of its CI
+        signed:bool=False, # show a sign (for differences)
+       )->str: # e.g. '0.41 [0.35, 0.47]'
     f = "{:+.2f}" if signed else "{:.2f}"
     return f"{f.format(est)} [{f.format(lo)}, {f.format(hi)}]".replace("-", "−")
 
 def headline_table(summary, # the evaluation's summary table (checkpoint, metric, estimate, lo, hi)
                    paired, # its paired table (a, b, metric, diff, lo, hi)
                    base:str="base", # the base model's checkpoint name
-                   metrics:Sequence[str]=HEADLINE_METRICS,
-                  ):
+                   metrics:Sequence[str]=HEADLINE_METRICS, # metrics to show, in order (absent ones are skipped)
+                  )->object: # a pandas DataFrame indexed by metric
     "One row per metric: the base's estimate [95% CI], then each other checkpoint's paired difference from base [CI] (`*`: the CI excludes 0)."
     import pandas as pd
     if base not in set(summary.checkpoint): raise ValueError(f"no checkpoint {base!r} in the summary table; has {sorted(set(summary.checkpoint))}")
@@ -313,12 +332,15 @@ def headline_table(summary, # the evaluation's summary table (checkpoint, metric
     return pd.DataFrame(rows).set_index("metric")
 
 # %% ../nbs/39_pipeline.ipynb #s004
-def _last_checkpoints(summary, base:str)->dict:
+def _last_checkpoints(summary, # the evaluation's summary table (checkpoint, arm, step, ...)
+                      base:str, # the base model's checkpoint name
+                     )->dict: # arm -> checkpoint name
     "arm -> its checkpoint with the largest step (the base excluded)."
     s = summary[summary.checkpoint != base].drop_duplicates("checkpoint").sort_values("step")
     return dict(zip(s.arm, s.checkpoint))
 
-def check_findings(summary, paired, # the evaluation's summary and paired tables
+def check_findings(summary, # the evaluation's summary table (None when absent)
+                   paired, # its paired table (None when absent)
                    nstar:dict, # arm -> break-even N* in checker calls (inf: never)
                    base:str="base", # the base model's checkpoint name
                   )->list[dict]:
@@ -342,7 +364,8 @@ def check_findings(summary, paired, # the evaluation's summary and paired tables
     return out
 
 # %% ../nbs/39_pipeline.ipynb #s006
-def job_tables(results)->tuple:
+def job_tables(results:str|Path, # the job's results folder
+              )->tuple: # (summary, paired, {arm: N*})
     "(summary, paired, {arm: N*}) from a job's results folder: the evaluation's tables (None when absent) and each break-even's N* in checker calls."
     from proposal_nb.results import read_table, read_json
     R = Path(results)
@@ -373,7 +396,8 @@ def job_summary(results, # the job's results folder
             lines += [f"    {verdict}: {f['finding']} ({f['evidence']})" for f in found if f["verdict"] == verdict]
     return "\n".join(lines)
 
-def read_table_ids(folder)->set:
+def read_table_ids(folder:str|Path, # an evaluation folder
+                  )->set: # its prompt ids
     "The prompt ids of an evaluation folder's per_prompt table (empty when absent)."
     from proposal_nb.results import read_table
     t = read_table(folder, "per_prompt")
@@ -396,17 +420,20 @@ def load_params(*files, # YAML files, later ones override earlier ones
     return out
 
 # %% ../nbs/39_pipeline.ipynb #c018b
-def _parameter_statements(nb_path)->list:
+def _parameter_statements(nb_path:str|Path, # a run notebook
+                         )->list: # ast statements
     "The statements of a run notebook's parameters cell."
     nb = nbformat.read(nb_path, as_version=4)
     return ast.parse(nb.cells[parameters_index(nb)].source).body
 
-def declared_parameters(nb_path)->set:
+def declared_parameters(nb_path:str|Path, # a run notebook
+                       )->set: # parameter names
     "Names assigned in a run notebook's parameters cell."
     return {t.target.id if isinstance(t, ast.AnnAssign) else t.targets[0].id for t in _parameter_statements(nb_path)
             if isinstance(t, (ast.Assign, ast.AnnAssign))}
 
-def parameter_types(nb_path)->dict:
+def parameter_types(nb_path:str|Path, # a run notebook
+                   )->dict: # name -> annotation as written
     "The declared type of each annotated parameter of a run notebook ('int', 'float', 'str', 'bool', 'list', 'dict', ...)."
     return {t.target.id: ast.unparse(t.annotation) for t in _parameter_statements(nb_path) if isinstance(t, ast.AnnAssign)}
 
@@ -415,7 +442,9 @@ _FITS = dict(int=lambda v: isinstance(v, int) and not isinstance(v, bool), float
              str=lambda v: isinstance(v, str), bool=lambda v: isinstance(v, bool), list=lambda v: isinstance(v, list),
              dict=lambda v: isinstance(v, dict))
 
-def coerce_parameters(nb_path, params:dict)->dict:
+def coerce_parameters(nb_path:str|Path, # a run notebook
+                      params:dict, # parameter values by name (e.g. from load_params)
+                     )->dict: # the values, cast where the declared type asks
     "`params` cast to the types the notebook declares (YAML reads `1e-4` as a string, `2` where a float is due as an int); a value that does not fit raises, naming it."
     types, out = parameter_types(nb_path), {}
     for k, v in params.items():
@@ -442,14 +471,18 @@ def check_parameters(nb_path, # a run notebook
     if not out_dir: raise ValueError("no out_dir: pass --out or set out_dir in a parameters file")
     return {**params, "out_dir": str(out_dir)}
 
-def run_experiment(nb_path, params:dict, out_dir=None, log=None)->Path:
+def run_experiment(nb_path:str|Path, # a run notebook
+                   params:dict, # its parameters by name
+                   out_dir:str|Path|None=None, # results folder (default: params['out_dir'])
+                   log:str|Path|None=None, # a file for the notebook's output (None: the console)
+                  )->Path: # the executed notebook
     "Run a notebook with checked parameters (known names, declared types); out_dir defaults to params['out_dir']; `log`: see `run_notebook`."
     params = check_parameters(nb_path, params, out_dir)
     return run_notebook(nb_path, params["out_dir"], params, log=log)
 
 # %% ../nbs/39_pipeline.ipynb #e002
 def model_config(model:str|None=None, # HF id or local folder; None: the embedded SmolLM2-135M-Instruct
-                ):
+                )->object: # a transformers PretrainedConfig
     "The model's HF config, without loading its weights."
     from transformers import AutoConfig
     if model: return AutoConfig.from_pretrained(model)
@@ -480,7 +513,8 @@ def environment_report(model:str|None=None, # the model to check (see `model_con
         except md.PackageNotFoundError: pass
     return r
 
-def format_report(r:dict)->str:
+def format_report(r:dict, # from environment_report
+                 )->str: # four lines
     "The report as a few lines."
     gpus = f"{len(r['gpus'])} GPU(s): {', '.join(r['gpus'])}" if r["gpus"] else "no GPU visible"
     return "\n".join([f"torch {r['torch']} ({'CUDA ' + r['cuda'] if r['cuda'] else 'CPU build'}) · {gpus}",
@@ -489,7 +523,8 @@ def format_report(r:dict)->str:
                       f"vLLM: {r['vllm'] or 'not installed (GPU: bash scripts/setup.sh --gpu --vllm; CPU: bash scripts/setup_vllm.sh)'}"])
 
 # %% ../nbs/39_pipeline.ipynb #c020
-def steps_help(results="results")->str:
+def steps_help(results:str|Path="results", # the results folder the steps would write into
+              )->str: # one line per step
     "The default pipeline's steps, each with its notebook and the parameters it is given."
     show = lambda v: "(from earlier steps)" if callable(v) else json.dumps(v) if isinstance(v, dict) else str(v)
     rows = [(f"  {name:<17}{nb.name:<24}" + " ".join(f"{k}={show(v)}" for k, v in p.items() if k != "out_dir")).rstrip()
@@ -548,7 +583,8 @@ def _run_command(argv):
     print(f"[proposal_nb] wrote {_rel(done)} (output and warnings: {_rel(log)})")
 
 # %% ../nbs/39_pipeline.ipynb #c020a
-def main(argv=None):
+def main(argv:Sequence[str]|None=None, # command-line arguments (None: sys.argv[1:])
+        )->None:
     "Command line: `proposal-nb [--results DIR] [--only STEP ...]`, `proposal-nb run NOTEBOOK [-p FILE | -p NAME VALUE] ...`, `proposal-nb env`."
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["run"]: return _run_command(argv[1:])
