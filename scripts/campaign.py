@@ -266,8 +266,8 @@ def train_bc(arm:str, runs:Path, model_path:str, overrides:dict|None=None)->dict
     t0, out = time.time(), runs / arm
     samples = pd.read_parquet(runs / "rollouts" / "base.parquet")
     lm, tok = load_model(model_path); torch.manual_seed(SHARED["seed"]); peft = add_lora(lm, r=8, alpha=16)
-    cfg = OfflineConfig(epochs=1, batch_size=8, lr=SHARED["lr"], grad_clip=SHARED["grad_clip"], cap=SHARED["max_new_tokens"],
-                        scheme=OFFLINE[arm][0], seed=SHARED["seed"], **(overrides or {}))
+    cfg = OfflineConfig(**(dict(epochs=1, batch_size=8, lr=SHARED["lr"], grad_clip=SHARED["grad_clip"], cap=SHARED["max_new_tokens"],
+                                scheme=OFFLINE[arm][0], seed=SHARED["seed"]) | (overrides or {})))
     log = train_offline(peft, samples, cfg, out, progress=True)
     t_train = time.time() - t0
     (out / "log.parquet").exists() or log.to_parquet(out / "log.parquet")
