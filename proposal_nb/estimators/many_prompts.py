@@ -229,10 +229,13 @@ def benchmark(task:ManyPrompts, arms:list, # the arms to compare
     "Every arm × learning rate × seed on the same task and schedule."
     grid = [(a, l, s) for a in arms for l in lrs for s in seeds]
     jobs = [(task, a, cfg._replace(lr=l, seed=s)) for a, l, s in grid]
-    if workers > 1:                                   # spawned workers import run_job from the installed module
+    if workers > 1:                                   # spawned workers import run_job and the job's classes from the installed module
         import multiprocessing as mp, importlib
-        job = importlib.import_module("proposal_nb.estimators.many_prompts").run_job
-        with mp.get_context("spawn").Pool(workers) as pool: out = list(tqdm(pool.imap(job, jobs), total=len(jobs), disable=not progress))
+        m = importlib.import_module("proposal_nb.estimators.many_prompts")
+        prior = m.PromptLM(task.space, *task.prior.prompt_emb.shape, task.prior.w1.shape[1]).copy(trainable=False)
+        prior.load_state_dict(task.prior.state_dict())
+        jobs = [(m.ManyPrompts(task.space, prior, *task[2:]), m.Arm(*a), m.RunConfig(*c)) for _, a, c in jobs]
+        with mp.get_context("spawn").Pool(workers) as pool: out = list(tqdm(pool.imap(m.run_job, jobs), total=len(jobs), disable=not progress))
     else: out = [run_job(j) for j in tqdm(jobs, disable=not progress)]
     E, V = [], []
     for (arm, lr, seed), (e, v) in zip(grid, out):
