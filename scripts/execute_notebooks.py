@@ -3,7 +3,7 @@ reader sees the results next to the code in Jupyter or on a code host, as nbdev 
 
     .venv/bin/python scripts/execute_notebooks.py [NOTEBOOK ...]     # default: every nbs/*.ipynb (not runs/, not _*)
 
-Cells flagged `slow` or `gpu` are skipped, as in the tests. Kept: rich results and displays (HTML/Markdown tables, SVG
+Cells flagged `slow` or `gpu` are skipped, as in the tests, and keep the outputs they have (a full run's). Kept: rich results and displays (HTML/Markdown tables, SVG
 and PNG figures, Vega-Lite charts) up to MAX_BYTES each, and stdout prints up to MAX_LINES lines. Dropped: stderr
 (warnings, progress bars), long logs, and anything larger. The notebook's sources are never changed; run
 `nbdev-clean` afterwards (it keeps outputs). CI executes the notebooks anyway, stored outputs or not."""
@@ -17,6 +17,7 @@ from fastcore.xtras import working_directory
 ROOT = Path(__file__).resolve().parents[1]
 SKIP = ("slow", "gpu")
 MAX_BYTES, MAX_LINES = 150_000, 20
+CELL_OUTPUTS, CELL_BYTES = 6, 200_000   # per cell: the first outputs up to these (a loop of displays shows its start)
 RICH = ("text/html", "text/markdown", "image/svg+xml", "image/png", "application/vnd.vegalite.v5+json",
         "application/vnd.vegalite.v6+json", "text/plain")
 
@@ -42,6 +43,16 @@ def small(output)->dict|None:
     return None                                                  # errors never: the run stops at one
 
 
+def capped(outs:list)->list:
+    "The first outputs of a cell within CELL_OUTPUTS and CELL_BYTES."
+    kept, size = [], 0
+    for o in outs[:CELL_OUTPUTS]:
+        size += len(json.dumps(o))
+        if size > CELL_BYTES: break
+        kept.append(o)
+    return kept
+
+
 def execute(path:Path)->tuple[int, int, float]:
     "Run one notebook in its folder and store its small outputs; return (cells run, outputs kept, seconds)."
     raw = json.loads(path.read_text())
@@ -53,14 +64,16 @@ def execute(path:Path)->tuple[int, int, float]:
     ran = kept = 0
     for c_raw, c in zip(raw["cells"], nb.cells):
         if c_raw["cell_type"] != "code": continue
-        outs = [] if skip(c) else [o for o in (small(dict(o)) for o in c.get("outputs", [])) if o is not None]
-        ran += not skip(c); kept += len(outs)
+        if skip(c): continue                                     # a slow cell keeps the outputs of its last full run
+        outs = capped([o for o in (small(dict(o)) for o in c.get("outputs", [])) if o is not None])
+        ran += 1; kept += len(outs)
         c_raw["outputs"] = outs
     path.write_text(json.dumps(raw, indent=1, ensure_ascii=False) + "\n")
     return ran, kept, time.time() - t0
 
 
 def main(paths):
+    sys.argv = sys.argv[:1]                                      # a cell that parses the command line sees none
     nbs = [Path(p) for p in paths] or sorted(p for p in (ROOT / "nbs").glob("*.ipynb") if not p.name.startswith("_"))
     for p in nbs:
         ran, kept, secs = execute(p.resolve())
