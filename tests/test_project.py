@@ -56,3 +56,22 @@ def test_library_is_what_the_notebooks_export(tmp_path):
     for rel in sorted(fresh - {Path("_modidx.py")}):
         assert (ROOT / "proposal_nb" / rel).read_text() == (tmp_path / "proposal_nb" / rel).read_text(), \
             f"proposal_nb/{rel} differs from its notebook: run nbdev-export"
+
+
+BANDS = {"results": 0, "theory": 1, "estimators": 2, "programs": 3, "lm": 4, "analysis": 5, "site": 6, "pipeline": 7}
+
+
+def test_imports_point_one_way():
+    "A module imports only from its own band or the bands below it (results ← theory ← estimators ← programs ← lm ← analysis ← site ← pipeline)."
+    import ast
+    band = lambda mod: BANDS.get(mod.split(".")[1]) if mod.count(".") else None
+    wrong = []
+    for p in sorted((ROOT / "proposal_nb").rglob("*.py")):
+        if p.name in ("_modidx.py", "__init__.py"): continue
+        me = "proposal_nb." + ".".join(p.relative_to(ROOT / "proposal_nb").with_suffix("").parts)
+        for n in ast.walk(ast.parse(p.read_text())):
+            if not isinstance(n, ast.ImportFrom): continue
+            target = ".".join(me.split(".")[:-n.level] + [n.module or ""]).rstrip(".") if n.level else (n.module or "")
+            if target.startswith("proposal_nb.") and band(target) is not None and band(target) > band(me):
+                wrong.append(f"{me} (line {n.lineno}) imports {target}")
+    assert not wrong, "imports against the bands:\n" + "\n".join(wrong)
