@@ -6,5 +6,5 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/setup_browser.sh          # headless Chromium for the results-site test
 bash scripts/setup_vllm.sh             # the optional vLLM engine, in .venv-vllm
-.venv/bin/python -m pytest -n "${PYTEST_WORKERS:-2}" "$@"
+.venv/bin/python -m pytest -n "${PYTEST_WORKERS:-2}" --dist loadgroup "$@"
 .venv-vllm/bin/python -m pytest -p no:cacheprovider tests/test_vllm.py

@@ -10,6 +10,8 @@ import pandas as pd
 import pytest
 import torch
 
+pytestmark = pytest.mark.xdist_group("torchrun")   # one torchrun job at a time: two gloo jobs side by side once aborted a rank in CI
+
 WORKER = str(Path(__file__).with_name("dist_worker.py"))
 TOL = 5e-5   # float32 sums in a different order across ranks (each rank packs and scores its own shard), through Adam's normalisation
 

@@ -6,6 +6,9 @@ import sys
 from pathlib import Path
 
 from proposal_nb.lm.launch import launch_notebook, torchrun_argv
+import pytest
+
+pytestmark = pytest.mark.xdist_group("torchrun")   # one torchrun job at a time: two gloo jobs side by side once aborted a rank in CI
 
 ROOT = Path(__file__).resolve().parents[1]
 
