@@ -24,8 +24,8 @@ from .rollouts import PotentialFn, prompt_texts, text_hash, adapter_state, load_
 
 # %% auto #0
 __all__ = ['EXTENDABLE', 'TIMING', 'LoopConfig', 'EstimatorConfig', 'NormalizerSettings', 'PriorSettings', 'OnlineConfig',
-           'online_config', 'step_seed', 'step_prompts', 'adam_moment_norm', 'global_visit', 'OnlineRun', 'same_run',
-           'OfflineConfig', 'train_offline']
+           'online_config', 'step_seed', 'step_prompts', 'adam_moment_norm', 'global_visit', 'RunHooks', 'OnlineRun',
+           'same_run', 'OfflineConfig', 'train_offline']
 
 # %% ../../nbs/27_training.ipynb #c007
 @dataclass
@@ -174,40 +174,9 @@ def global_visit(parts:list[dict], all_ids:list[int], rank:int, local:dict)->E.V
     ref = None if local["ref_lq"] is None else cat("ref_lq")
     return E.Visit(torch.tensor(all_ids), cat("lq"), cat("lp"), cat("logr"), cat("lengths"), cat("keys"), ref)
 
-# %% ../../nbs/27_training.ipynb #c021
-EXTENDABLE = (("loop", "steps"), ("loop", "checkpoint_every"), ("loop", "score_rows"))   # config keys a resumed run may change
-
-class OnlineRun:
-    "An online training run of a LoRA proposal (PeftModel) on tasks with a potential."
-    def __init__(self, model, tokenizer, # a PeftModel (adapter trained) and its tokenizer
-                 tasks:Sequence[Task], # training prompts
-                 potential:PotentialFn, # r(tasks, completions) -> [0, 1]
-                 config:OnlineConfig, run_dir, # configuration and output folder
-                 resume:bool=True, # continue from the newest checkpoint in run_dir, if any
-                 engine=None, # a ready engine (default: engines.make_engine(config.loop.engine, …))
-                 base_path=None, # the base model's folder (the vllm engine loads it)
-                ):
-        self.model, self.tok, self.tasks, self.potential, self.cfg = model, tokenizer, list(tasks), potential, config
-        self.dir = Path(run_dir); self.dir.mkdir(parents=True, exist_ok=True)
-        self.texts = prompt_texts(tokenizer, self.tasks)
-        self.prompt_ids = [tokenizer(t, add_special_tokens=False).input_ids for t in self.texts]
-        self.params = self.trainable(model)
-        if not self.params: raise ValueError("the model has no trainable parameters (expected a PeftModel with a LoRA adapter)")
-        L, pr = config.loop, config.prior
-        self.opt = torch.optim.Adam(self.params, lr=L.lr, weight_decay=0.0)
-        self.est = E.make(config.estimator.name, config.estimator.kernel(), config.normalizer.kernel())
-        self.state, self.refs = self.est.init(len(self.tasks)), {}
-        self.prior_cfg, self.nucleus = pr.decoding(), pr.nucleus
-        self.grad_ema, self.step, self.log, self.draws = None, 0, [], []
-        rows = len(self.shard(list(range(L.prompts_per_step)))) * L.M
-        self.engine = engine or self.build_engine(L.engine, model, tokenizer, rows=rows, max_prompt_len=max(map(len, self.prompt_ids)),
-                                            max_new_tokens=L.max_new_tokens, nucleus_of=self.prior_cfg if self.nucleus else None,
-                                            base_path=base_path, compile=L.compile, batch_size=L.gen_batch)
-        self.dtype = next(model.parameters()).dtype
-        if self.is_main: (self.dir / "config.json").write_text(json.dumps(config.to_dict(), indent=2))   # one writer
-        if resume: self.load_latest()
-
-    # -- hooks a distributed run overrides (one process: identity) --------------------------------------------
+# %% ../../nbs/27_training.ipynb #c020b
+class RunHooks:
+    "What a distributed run overrides; in one process each hook is the identity or the plain call."
     def shard(self, ids:list[int])->list[int]:
         "The step's prompts this process visits."
         return ids
@@ -240,6 +209,41 @@ class OnlineRun:
     rank = 0
     @property
     def is_main(self)->bool: return True
+
+
+# %% ../../nbs/27_training.ipynb #c021
+EXTENDABLE = (("loop", "steps"), ("loop", "checkpoint_every"), ("loop", "score_rows"))   # config keys a resumed run may change
+
+class OnlineRun(RunHooks):
+    "An online training run of a LoRA proposal (PeftModel) on tasks with a potential."
+    def __init__(self, model, tokenizer, # a PeftModel (adapter trained) and its tokenizer
+                 tasks:Sequence[Task], # training prompts
+                 potential:PotentialFn, # r(tasks, completions) -> [0, 1]
+                 config:OnlineConfig, run_dir, # configuration and output folder
+                 resume:bool=True, # continue from the newest checkpoint in run_dir, if any
+                 engine=None, # a ready engine (default: engines.make_engine(config.loop.engine, …))
+                 base_path=None, # the base model's folder (the vllm engine loads it)
+                ):
+        self.model, self.tok, self.tasks, self.potential, self.cfg = model, tokenizer, list(tasks), potential, config
+        self.dir = Path(run_dir); self.dir.mkdir(parents=True, exist_ok=True)
+        self.texts = prompt_texts(tokenizer, self.tasks)
+        self.prompt_ids = [tokenizer(t, add_special_tokens=False).input_ids for t in self.texts]
+        self.params = self.trainable(model)
+        if not self.params: raise ValueError("the model has no trainable parameters (expected a PeftModel with a LoRA adapter)")
+        L, pr = config.loop, config.prior
+        self.opt = torch.optim.Adam(self.params, lr=L.lr, weight_decay=0.0)
+        self.est = E.make(config.estimator.name, config.estimator.kernel(), config.normalizer.kernel())
+        self.state, self.refs = self.est.init(len(self.tasks)), {}
+        self.prior_cfg, self.nucleus = pr.decoding(), pr.nucleus
+        self.grad_ema, self.step, self.log, self.draws = None, 0, [], []
+        rows = len(self.shard(list(range(L.prompts_per_step)))) * L.M
+        self.engine = engine or self.build_engine(L.engine, model, tokenizer, rows=rows, max_prompt_len=max(map(len, self.prompt_ids)),
+                                            max_new_tokens=L.max_new_tokens, nucleus_of=self.prior_cfg if self.nucleus else None,
+                                            base_path=base_path, compile=L.compile, batch_size=L.gen_batch)
+        self.dtype = next(model.parameters()).dtype
+        if self.is_main: (self.dir / "config.json").write_text(json.dumps(config.to_dict(), indent=2))   # one writer
+        if resume: self.load_latest()
+
 
 # %% ../../nbs/27_training.ipynb #c022
 def _checkpoint_dirs(self:OnlineRun)->list[Path]:

@@ -142,27 +142,31 @@ class Chromium(DevToolsPipe):
         for t in ("mouseMoved", "mousePressed", "mouseReleased"):
             self.send("Input.dispatchMouseEvent", session=True, type=t, x=x, y=y, button="left", clickCount=1)
 
-    def screenshot(self, path:Path|str, # the PNG file to write
-                   full:bool=True, # the whole page (up to 12,000 px) rather than the viewport
-                  )->Path: # the written file
-        "Save a PNG of the page (the whole page, up to 12,000 px, when `full`)."
-        if full: self._viewport(min(int(self.eval("document.documentElement.scrollHeight")), 12000)); time.sleep(0.2)
-        data = self.send("Page.captureScreenshot", session=True, format="png")["data"]
-        if full: self._viewport(self.height)
-        Path(path).write_bytes(base64.b64decode(data)); return Path(path)
+# %% ../../nbs/38e_site_browser.ipynb #c009b
+def _screenshot(self, path:Path|str, # the PNG file to write
+               full:bool=True, # the whole page (up to 12,000 px) rather than the viewport
+              )->Path: # the written file
+    "Save a PNG of the page (the whole page, up to 12,000 px, when `full`)."
+    if full: self._viewport(min(int(self.eval("document.documentElement.scrollHeight")), 12000)); time.sleep(0.2)
+    data = self.send("Page.captureScreenshot", session=True, format="png")["data"]
+    if full: self._viewport(self.height)
+    Path(path).write_bytes(base64.b64decode(data)); return Path(path)
 
-    def errors(self)->list[str]:
-        "Console errors, uncaught exceptions and error log entries seen so far."
-        self.drain(); out = []
-        for e in self.events:
-            m, p = e.get("method"), e.get("params", {})
-            if m == "Runtime.consoleAPICalled" and p.get("type") in ("error", "assert"):
-                out.append("console." + p["type"] + ": " + " ".join(str(a.get("value", a.get("description", ""))) for a in p.get("args", [])))
-            elif m == "Runtime.exceptionThrown":
-                d = p.get("exceptionDetails", {}); out.append("exception: " + str(d.get("exception", {}).get("description", d.get("text"))))
-            elif m == "Log.entryAdded" and p.get("entry", {}).get("level") == "error":
-                out.append("log: " + p["entry"].get("text", "") + " " + p["entry"].get("url", ""))
-        return out
+def _errors(self)->list[str]:
+    "Console errors, uncaught exceptions and error log entries seen so far."
+    self.drain(); out = []
+    for e in self.events:
+        m, p = e.get("method"), e.get("params", {})
+        if m == "Runtime.consoleAPICalled" and p.get("type") in ("error", "assert"):
+            out.append("console." + p["type"] + ": " + " ".join(str(a.get("value", a.get("description", ""))) for a in p.get("args", [])))
+        elif m == "Runtime.exceptionThrown":
+            d = p.get("exceptionDetails", {}); out.append("exception: " + str(d.get("exception", {}).get("description", d.get("text"))))
+        elif m == "Log.entryAdded" and p.get("entry", {}).get("level") == "error":
+            out.append("log: " + p["entry"].get("text", "") + " " + p["entry"].get("url", ""))
+    return out
+
+Chromium.screenshot, Chromium.errors = _screenshot, _errors
+
 
 # %% ../../nbs/38e_site_browser.ipynb #c013
 _MARKS_JS = """Array.from(document.querySelectorAll('div.chart')).map(d => ({id: d.id,
