@@ -21,8 +21,8 @@ from ..programs.tasks import Task, build_program, extract_program
 __all__ = ['BUCKETS', 'GRADE_COLUMNS', 'JUDGE_QUESTION', 'ARMS', 'fitness_bucket', 'wilson_ci', 'hill_table', 'Correlation',
            'wrong_fitness_correlation', 'plot_hill', 'AUC', 'auc_delong', 'answer_token_ids', 'JudgeOutput',
            'judge_probs', 'Grade', 'grade_programs', 'grade_task_programs', 'Bundle', 'make_bundles', 'bundle_prompt',
-           'refine_prompt', 'grade_bundles', 'parents', 'run_control', 'primary_metric', 'rescue_rates', 'anchoring',
-           'control_grades', 'plot_control']
+           'refine_prompt', 'grade_bundles', 'bundle_pass_rate', 'choose_bundle_size', 'parents', 'run_control',
+           'primary_metric', 'rescue_rates', 'anchoring', 'control_grades', 'plot_control']
 
 # %% ../../nbs/34_calibration.ipynb #c006
 BUCKETS = ("0", "≤¼", "¼–½", "½–¾", "¾–90%", "90%–all-but-one", "all")  # visible-share buckets, in order
@@ -268,7 +268,7 @@ def grade_task_programs(executor:Executor, # sandbox
 
 # %% ../../nbs/34_calibration.ipynb #c034
 class Bundle(NamedTuple):
-    "Five functions in one request."
+    "`size` functions in one request (five in the published control)."
     id: str        # e.g. 'bundle/0'
     tasks: tuple   # the Tasks
     shown: tuple   # one shown assert per function
@@ -286,6 +286,7 @@ def make_bundles(tasks:Sequence[Task], # candidate tasks (function tasks with >=
                  n_hidden:int=2, # hidden asserts per function
                 )->list[Bundle]:
     "Disjoint random bundles of `size` tasks with distinct entry points."
+    if size < 1 or n_bundles < 1: raise ValueError(f"make_bundles: size={size} and n_bundles={n_bundles} must both be >= 1")
     ok = [t for t in tasks if t.harness == "function" and t.entry_point and t.public_tests and len(t.hidden_tests) >= n_hidden]
     ok = list({t.entry_point: t for t in ok}.values())
     if len(ok) < n_bundles * size:
@@ -294,10 +295,13 @@ def make_bundles(tasks:Sequence[Task], # candidate tasks (function tasks with >=
     return [Bundle(f"bundle/{b}", tuple(g), tuple(t.public_tests[0] for t in g), tuple(h for t in g for h in t.hidden_tests[:n_hidden]))
             for b, g in enumerate(pick[i:i + size] for i in range(0, len(pick), size))]
 
+# %% ../../nbs/34_calibration.ipynb #c034p
 def bundle_prompt(bundle:Bundle, # the bundle to ask for
                  )->str: # the request text
-    "The request: the five problems, each with its shown example (added unless the task's prompt already shows it)."
-    parts = [f"Write the following {len(bundle.tasks)} Python functions, all in one ```python code block.\n"]
+    "The request: the bundle's problems, each with its shown example (added unless the task's prompt already shows it)."
+    n = len(bundle.tasks)
+    parts = [f"Write the following {n} Python functions, all in one ```python code block.\n" if n > 1 else
+             "Write the following Python function in one ```python code block.\n"]
     for i, (t, a) in enumerate(zip(bundle.tasks, bundle.shown)):
         ex = "" if a.strip() in t.prompt else f"\nExample: {a.strip()}"
         parts.append(f"{i + 1}. {t.prompt.strip()}{ex}\n")
@@ -312,7 +316,8 @@ def refine_prompt(bundle:Bundle, # the bundle
     note = ("It fails these examples:\n" + "\n".join(failed)) if failed else "It meets every example."
     return (bundle_prompt(bundle) + f"\nHere is an earlier attempt:\n```python\n{program.rstrip()}\n```\n"
             f"It meets {sum(visible)} of {len(bundle.shown)} examples. {note}\n"
-            f"Write an improved version of all {len(bundle.tasks)} functions in one ```python code block.")
+            + (f"Write an improved version of all {len(bundle.tasks)} functions in one ```python code block." if len(bundle.tasks) > 1 else
+               "Write an improved version of the function in one ```python code block."))
 
 def grade_bundles(executor:Executor, # sandbox
                   bundles:Sequence[Bundle], # the bundle of each completion
@@ -321,6 +326,31 @@ def grade_bundles(executor:Executor, # sandbox
     "Grade completions on their bundle's shown (visible) and hidden asserts."
     progs = [b.context + ("\n" if b.context else "") + extract_program(c) for b, c in zip(bundles, completions)]
     return grade_programs(executor, progs, [b.shown for b in bundles], [b.hidden for b in bundles], [b.id for b in bundles])
+
+# %% ../../nbs/34_calibration.ipynb #c036d
+def bundle_pass_rate(rates, # [n] per-function pass rates c_i of the eligible functions, in [0, 1]
+                     size:int, # functions per bundle s (1 <= s <= n)
+                    )->float: # mean over all s-subsets of the product of their rates
+    "Predicted per-sample pass rate of a fresh draw on a random bundle: e_s(c) / C(n, s) (independent functions)."
+    c = np.asarray(rates, float).ravel()
+    if np.isnan(c).any() or (c < 0).any() or (c > 1).any():
+        i = int(np.flatnonzero(np.isnan(c) | (c < 0) | (c > 1))[0]); raise ValueError(f"rate {i} is {float(c[i])}, not in [0, 1]")
+    if not 1 <= size <= len(c): raise ValueError(f"size={size} must lie in 1..{len(c)} (the number of eligible functions)")
+    e = np.zeros(size + 1); e[0] = 1.0
+    for x in c: e[1:] = e[1:] + x * e[:-1]
+    return float(e[size] / math.comb(len(c), size))
+
+def choose_bundle_size(predicted:dict, # size -> predicted pass rate
+                       band:tuple=(0.10, 0.50), # acceptable range of the resample arm's pass rate
+                       target:float=0.25, # preferred rate inside the band
+                      )->tuple: # (size, in_band)
+    "The size whose prediction is in the band and closest to target; else the size closest to the band (in_band False)."
+    if not predicted: raise ValueError("choose_bundle_size: no sizes to choose from")
+    lo, hi = band
+    inside = {s: p for s, p in predicted.items() if lo <= p <= hi}
+    if inside: return min(inside, key=lambda s: (abs(inside[s] - target), s)), True
+    gap = lambda p: lo - p if p < lo else p - hi
+    return min(predicted, key=lambda s: (gap(predicted[s]), abs(predicted[s] - target), s)), False
 
 # %% ../../nbs/34_calibration.ipynb #c038
 ARMS = ("resample", "solo", "ring", "star")
