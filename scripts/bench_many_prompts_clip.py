@@ -1,41 +1,62 @@
-"""Issue 22's follow-up probe: IGUANA with the relative clip at c = 30 (fitted-prior `eb` and fixed `shrinkage` normalisers)
-on the 64-prompt enumerable task of nbs/18_many_prompts, on the grid of its published full run (lr 1e-3, 3e-3, 1e-2;
-seeds 0-5; budgets 32k and 128k samples; 8 prompts x 8 draws per step). Compare with that notebook's DPG-style arm.
+"""Issue 22's clip probes on the 64-prompt enumerable task of nbs/18_many_prompts: IGUANA arms with a chosen relative clip c
+(and optionally the clip floor of 12_iguana: level max(c·Ẑ, floor)) against that notebook's DPG-style per-context arm, on a
+learning-rate grid, seeds and budgets (8 prompts x 8 draws per step). Writes the KL tables, the median Ẑ/Z per Z bin, the
+share of valid draws the clip cut per Z bin, and config.json (machine, date, commit, command).
 
-    .venv/bin/python scripts/bench_many_prompts_clip.py OUT_DIR [--clip 30] [--seeds 0-5] [--workers 1]"""
-import argparse, json, os, platform, subprocess, time
+    .venv/bin/python scripts/bench_many_prompts_clip.py OUT_DIR [--clip 10] [--clip-floor 1] [--arms eb,dpg] [--seeds 0-5]
+        [--lrs 1e-3,3e-3,1e-2] [--budgets 32000,128000] [--workers 1]
+
+Arms: eb (NormalizerConfig(kind="eb", fold_floor=1.0)), shrinkage (kind="shrinkage", fold_floor=None), dpg."""
+import argparse, json, os, platform, subprocess, sys, time
 from datetime import datetime, timezone
 from pathlib import Path
 import torch
-from proposal_nb.estimators.many_prompts import make_task, Arm, RunConfig, benchmark, kl_table, best_lr, ratio_table
+from proposal_nb.estimators.many_prompts import make_task, Arm, RunConfig, benchmark, kl_table, best_lr, ratio_table, clip_table
 from proposal_nb.estimators import normalizer as nz, iguana as ig
+
+NORMALISERS = dict(eb=nz.NormalizerConfig(kind="eb", fold_floor=1.0), shrinkage=nz.NormalizerConfig(kind="shrinkage", fold_floor=None))
+
+
+def arms(names:list, clip:float, floor:float|None)->list:
+    "The named arms, IGUANA ones at clip c with the given floor."
+    c, tag = ig.IguanaConfig(clip=clip, clip_floor=floor), f"c{clip:g}" + ("" if floor is None else f" floor {floor:g}")
+    out = []
+    for n in names:
+        if n == "dpg": out.append(Arm("dpg · per-context mean", "dpg"))
+        elif n in NORMALISERS: out.append(Arm(f"iguana {tag} · {n}", "iguana", iguana=c, normalizer=NORMALISERS[n]))
+        else: raise SystemExit(f"unknown arm {n!r} (use eb, shrinkage, dpg)")
+    return out
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("out"); ap.add_argument("--clip", type=float, default=30.0)
-    ap.add_argument("--seeds", default="0-5"); ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("out"); ap.add_argument("--clip", type=float, default=10.0)
+    ap.add_argument("--clip-floor", type=float, default=None); ap.add_argument("--arms", default="eb,dpg")
+    ap.add_argument("--seeds", default="0-5"); ap.add_argument("--lrs", default="1e-3,3e-3,1e-2")
+    ap.add_argument("--budgets", default="32000,128000"); ap.add_argument("--workers", type=int, default=1)
     a = ap.parse_args()
     lo, hi = map(int, a.seeds.split("-"))
+    lrs, budgets = tuple(float(x) for x in a.lrs.split(",")), tuple(int(x) for x in a.budgets.split(","))
     torch.set_num_threads(1)
     out = Path(a.out); out.mkdir(parents=True, exist_ok=True)
-    task, c = make_task(), ig.IguanaConfig(clip=a.clip)
-    arms = [Arm(f"iguana c{a.clip:g} · eb", "iguana", iguana=c, normalizer=nz.NormalizerConfig(kind="eb", fold_floor=1.0)),
-            Arm(f"iguana c{a.clip:g} · shrinkage", "iguana", iguana=c, normalizer=nz.NormalizerConfig(kind="shrinkage", fold_floor=None))]
+    windows = tuple(sorted({w for w in (0, 1024, 8000) if w <= max(budgets)} | {b + 1 for b in budgets}))
     t0 = time.time()
-    E, _ = benchmark(task, arms, (1e-3, 3e-3, 1e-2), tuple(range(lo, hi + 1)), RunConfig(budgets=(32_000, 128_000)),
-                     workers=a.workers, progress=False)
+    E, V = benchmark(make_task(), arms(a.arms.split(","), a.clip, a.clip_floor), lrs, tuple(range(lo, hi + 1)),
+                     RunConfig(budgets=budgets), workers=a.workers, progress=False)
     t = kl_table(E)
     t.to_csv(out / "kl_table.csv", index=False); best_lr(t).to_csv(out / "best_lr.csv", index=False)
     ratio_table(E).reset_index().to_csv(out / "zhat_over_z.csv", index=False)
-    cfg = dict(kind="benchmark", description=__doc__.split("\n\n")[0], machine=f"{platform.machine()} CPU, {os.cpu_count()} cores (shared)",
+    clip_table(V, windows).reset_index().to_csv(out / "clip_share.csv", index=False)
+    cfg = dict(kind="benchmark", description=__doc__.split("\n\n")[0],
+               machine=f"{platform.machine()} CPU, {os.cpu_count()} cores shared with other jobs, torch {torch.__version__}",
                date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                commit=subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip(),
-               command=f"python scripts/bench_many_prompts_clip.py {a.out} --clip {a.clip:g} --seeds {a.seeds} --workers {a.workers}",
-               user_command=f".venv/bin/python scripts/bench_many_prompts_clip.py results/cpu_many_prompts_c30 --clip {a.clip:g}",
+               command="python scripts/bench_many_prompts_clip.py " + " ".join(sys.argv[1:]),
+               user_command=".venv/bin/python scripts/bench_many_prompts_clip.py " + " ".join(sys.argv[1:]),
                seconds=round(time.time() - t0), runs=len(E.groupby(["arm", "lr", "seed"])))
     (out / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
     print(best_lr(t).round(3).to_string()); print(ratio_table(E).round(2).to_string())
+    print(clip_table(V, windows).round(3).to_string())
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from .weights import log_weights, ess
 from . import normalizer as nz
 
 # %% auto #0
-__all__ = ['IguanaConfig', 'IguanaInfo', 'coefficients', 'loss', 'visit']
+__all__ = ['IguanaConfig', 'IguanaInfo', 'clip_level', 'coefficients', 'loss', 'visit']
 
 # %% ../../nbs/12_iguana.ipynb #c005
 class IguanaConfig(NamedTuple):
@@ -43,6 +43,18 @@ def _rows(name, x, ref=None):
     if ref is not None and x.shape != ref.shape: raise ValueError(f"{name} has shape {tuple(x.shape)}, expected {tuple(ref.shape)}")
     return x
 
+def clip_level(log_zhat:Tensor, # [B] log Ẑ(x) of each visit
+               cfg:IguanaConfig=IguanaConfig(),
+              )->Tensor: # [B, 1] log(max(c·Ẑ, u_floor)/Ẑ): the clip level relative to Ẑ (+inf: no clip)
+    "The relative clip's level, in log units of Ẑ."
+    lz = torch.as_tensor(log_zhat, dtype=torch.float64).reshape(-1, 1)
+    if cfg.clip is None: return torch.full_like(lz, math.inf)
+    if not cfg.clip > 0: raise ValueError(f"clip must be > 0 or None, got {cfg.clip}")
+    cap = torch.full_like(lz, math.log(cfg.clip))
+    if cfg.clip_floor is None: return cap
+    if not cfg.clip_floor > 0: raise ValueError(f"clip_floor must be > 0 or None, got {cfg.clip_floor}")
+    return torch.maximum(cap, math.log(cfg.clip_floor) - lz)      # +inf where Ẑ = 0
+
 def coefficients(log_uw:Tensor, # [B, M] log weights used for the update (raw, or length-normalised)
                  log_zhat:Tensor, # [B] log Ẑ(x) of each visit
                  baseline:Tensor, # [B] b(x) from the normaliser (used when cfg.baseline == "zhat")
@@ -58,11 +70,7 @@ def coefficients(log_uw:Tensor, # [B, M] log weights used for the update (raw, o
     lu = log_uw - lz[:, None]                                   # log(u/Ẑ): scale-free
     clipped = torch.zeros_like(valid)
     if cfg.clip is not None:
-        if not cfg.clip > 0: raise ValueError(f"clip must be > 0 or None, got {cfg.clip}")
-        cap = torch.full((B, 1), math.log(cfg.clip), dtype=torch.float64)
-        if cfg.clip_floor is not None:
-            if not cfg.clip_floor > 0: raise ValueError(f"clip_floor must be > 0 or None, got {cfg.clip_floor}")
-            cap = torch.maximum(cap, math.log(cfg.clip_floor) - lz[:, None])   # log(max(cẐ, u_floor)/Ẑ); +inf where Ẑ = 0
+        cap = clip_level(lz, cfg)
         clipped = lu > cap
         lu = torch.minimum(lu, cap)
     ur = lu.exp()                                               # min(u, max(cẐ, u_floor))/Ẑ

@@ -18,7 +18,7 @@ from . import normalizer as nz, iguana as ig, registry
 # %% auto #0
 __all__ = ['Z_BINS', 'PromptLM', 'predicates', 'ManyPrompts', 'make_task', 'DPGState', 'DPGInfo', 'dpg_coefficients',
            'dpg_estimator', 'Arm', 'make_estimator', 'zhat_all', 'RunConfig', 'train', 'z_bin', 'run_job', 'benchmark',
-           'kl_table', 'best_lr', 'ratio_table']
+           'kl_table', 'best_lr', 'ratio_table', 'clip_table']
 
 # %% ../../nbs/18_many_prompts.ipynb #c006
 class PromptLM(nn.Module):
@@ -194,8 +194,11 @@ def train(task:ManyPrompts, arm:Arm, cfg:RunConfig=RunConfig())->tuple: # (evals
         d = sample(lq.detach(), cfg.M, g)
         visit = registry.Visit(x, lq.gather(1, d), task.logp[x[:, None], d], task.logr[x[:, None], d])
         state, loss, info = est.step(state, visit, g)
-        visits.append(np.stack([np.full(cfg.B, t * per_step), x.numpy(), info.log_zhat.exp().numpy(),
-                                torch.isfinite(info.log_uw).sum(1).numpy()], 1))
+        valid, lu = torch.isfinite(info.log_uw), info.log_uw.detach()
+        level = (ig.clip_level(info.log_zhat, arm.iguana) + info.log_zhat[:, None]).nan_to_num(math.inf) if arm.estimator == "iguana" else torch.full_like(lu[:, :1], math.inf)
+        cut = (lu > level) & valid                                                      # DPG: no clip
+        visits.append(np.stack([np.full(cfg.B, t * per_step), x.numpy(), info.log_zhat.exp().numpy(), valid.sum(1).numpy(), cut.sum(1).numpy(),
+                                lu.exp().sum(1).numpy(), torch.minimum(lu, level).exp().sum(1).numpy()], 1))
         opt.zero_grad(); loss.backward()
         torch.nn.utils.clip_grad_norm_(q.parameters(), cfg.grad_clip)
         opt.step()
@@ -203,7 +206,7 @@ def train(task:ManyPrompts, arm:Arm, cfg:RunConfig=RunConfig())->tuple: # (evals
             with torch.no_grad(): lqa = q.log_probs()
             evals.append(pd.DataFrame(dict(samples=t * per_step, prompt=np.arange(P), Z=task.Z.numpy(), kl=kl(task.logpi, lqa).numpy(),
                                            acceptance=(lqa + task.logr).exp().sum(1).numpy(), ratio=(zhat_all(est, arm, state) / task.Z).numpy())))
-    v = pd.DataFrame(np.concatenate(visits), columns=["samples", "prompt", "zhat", "n_valid"]).astype(dict(samples=int, prompt=int, n_valid=int))
+    v = pd.DataFrame(np.concatenate(visits), columns=["samples", "prompt", "zhat", "n_valid", "n_clipped", "u", "u_kept"]).astype(dict(samples=int, prompt=int, n_valid=int, n_clipped=int))
     v["ratio"] = v.zhat / task.Z.numpy()[v.prompt]
     return pd.concat(evals, ignore_index=True), v
 
@@ -260,3 +263,11 @@ def ratio_table(df:pd.DataFrame, by:str="samples", windows:tuple|None=None)->pd.
     df = df.assign(bin=z_bin(df.Z))
     if windows is not None: df = df.assign(**{by: pd.cut(df[by], windows, right=False)})
     return df.pivot_table(index=["arm", by], columns="bin", values="ratio", aggfunc="median", observed=True)
+
+def clip_table(visits:pd.DataFrame, windows:tuple=(0, 1024, 8000, 32_001, 128_001), # sample windows
+              )->pd.DataFrame:
+    "Where the relative clip binds, per arm, window of samples and Z bin (all lrs and seeds pooled): the share of valid draws it cut, and the share of their weight it removed."
+    df = visits.assign(bin=z_bin(visits.Z), samples=pd.cut(visits.samples, windows, right=False))
+    s = df.groupby(["arm", "samples", "bin"], observed=True)[["n_clipped", "n_valid", "u", "u_kept"]].sum()
+    out = pd.concat(dict(draws=s.n_clipped / s.n_valid.where(s.n_valid > 0), weight=1 - s.u_kept / s.u.where(s.u > 0)), axis=1)
+    return out.unstack("bin")
