@@ -41,3 +41,34 @@ def test_run_with_tiny_model(tmp_path):
     assert len(js) == 4 and js.p_pass.between(0, 1).all()
     assert sorted(js.passed.tolist()) == [0, 1, 1, 1]      # their hidden passes: 3 reference solutions, 1 raising program
     assert s["judge_saved"]["n_pos"] == 3 and s["judge_saved"]["n_neg"] == 1 and 0 <= s["judge_saved"]["auc"] <= 1
+
+
+def test_bundle_size_and_difficulties_reach_the_run(tmp_path):
+    "The pre-registered v2 design (published/h200_calibration_v2): the size and the task pool are parameters, recorded in config.json."
+    m, tok = tiny_model(seed=0)
+    m.save_pretrained(tmp_path / "tiny"); tok.save_pretrained(tmp_path / "tiny")
+    out = tmp_path / "run"
+    run_notebook(REPO / "nbs" / "runs" / "30_calibration.ipynb", out,
+                 dict(out_dir=str(out), model=str(tmp_path / "tiny"), device="cpu", n_bundles=3, bundle_size=2, difficulties=["easy"],
+                      particles=1, rounds=2, reruns=0, max_new_tokens=16, judge_items=0, n_boot=100),
+                 progress=False)
+    cfg = json.loads((out / "config.json").read_text())
+    assert cfg["bundle_size"] == 2 and cfg["difficulties"] == ["easy"] and cfg["n_bundles"] == 3
+    rec = pd.read_parquet(out / "records.parquet")
+    assert (rec.visible.map(len) == 2).all() and (rec.hidden.map(len) == 4).all()     # 2 shown, 2 x 2 hidden asserts
+    assert rec.groupby("arm").size().to_dict() == {"resample": 6, "solo": 6, "ring": 6, "star": 6}
+    from proposal_nb.analysis.calibration import make_bundles
+    from proposal_nb.programs.tasks import load_embedded
+    import numpy as np
+    easy = [t for t in load_embedded() if t.tags.get("difficulty") == "easy"]
+    ref = make_bundles(easy, 3, np.random.default_rng(0), size=2)                      # seed 0: the notebook's default
+    assert sorted(set(rec.bundle)) == [b.id for b in ref]
+    by_id = {t.id: t for t in load_embedded()}
+    assert all(by_id[t.id].tags["difficulty"] == "easy" for b in ref for t in b.tasks)
+
+
+def test_bad_bundle_size_is_refused(tmp_path):
+    import pytest
+    out = tmp_path / "run"
+    with pytest.raises(Exception, match="bundle_size must be an integer >= 1, got 0"):
+        run_notebook(REPO / "nbs" / "runs" / "30_calibration.ipynb", out, dict(out_dir=str(out), device="cpu", bundle_size=0), progress=False)
