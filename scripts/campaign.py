@@ -331,9 +331,69 @@ def report(runs:Path, out:Path, n_boot:int=2000):
     return e
 
 
+# The calibration control at a measurable difficulty (issue 16): the bundle size and the task pool are chosen here, before
+# the control runs, from the base draws of published/h200_z_embedded (never from the control's outcome).
+CALIBRATION_V2 = dict(band=(0.10, 0.50), target=0.25, sizes=(1, 2, 3, 4, 5), min_bundles=16, bar=0.0, particles=4, rounds=3,
+                      reruns=1, judge_items=400, seed=0, n_boot=2000,
+                      pools={"all": [], "easy+medium": ["easy", "medium"], "easy": ["easy"]})  # difficulty tags: set by the task authors
+
+
+def calibration_plan(out:Path, z_dir:Path|None=None, n_boot:int=2000, seed:int=0)->dict:
+    "Predict the resample arm's pass rate per (task pool, bundle size) from per-function pass rates; pick one; write preregistration.json."
+    import numpy as np, pandas as pd
+    from proposal_nb.analysis.calibration import bundle_pass_rate, choose_bundle_size, eligible_tasks
+    from proposal_nb.programs.tasks import load_embedded
+    z_dir = z_dir or Path(__file__).resolve().parents[1] / "published" / "h200_z_embedded"
+    d = pd.read_parquet(z_dir / "base_rollouts.parquet")
+    per = d.groupby("prompt_id").agg(n=("correct", "size"), k=("correct", "sum"))
+    C, rng, rows = CALIBRATION_V2, np.random.default_rng(seed), []
+    for pool, diffs in C["pools"].items():
+        elig = [t for t in eligible_tasks(load_embedded()) if not diffs or t.tags.get("difficulty") in diffs]
+        miss = [t.id for t in elig if t.id not in per.index]
+        if miss: raise SystemExit(f"{z_dir}: no base draws of eligible task {miss[0]!r} ({len(miss)} missing)")
+        n, k = per.loc[[t.id for t in elig], "n"].to_numpy(), per.loc[[t.id for t in elig], "k"].to_numpy()
+        for s in C["sizes"]:
+            boot = []                                   # tasks resampled, and each rate redrawn from its own n draws
+            for _ in range(n_boot // 10):
+                i = rng.integers(0, len(n), len(n))
+                boot.append(bundle_pass_rate(rng.binomial(n[i], k[i] / n[i]) / n[i], s))
+            lo, hi = np.quantile(boot, [0.025, 0.975])
+            rows.append(dict(pool=pool, difficulties=diffs, eligible=len(elig), size=s, n_bundles=len(elig) // s,
+                             predicted=bundle_pass_rate(k / n, s), lo=float(lo), hi=float(hi)))
+    t = pd.DataFrame(rows)
+    ok = t[t.n_bundles >= C["min_bundles"]]
+    pick = {(r.pool, r.size): r.predicted for r in ok.itertuples()}
+    (pool, size), in_band = choose_bundle_size(pick, C["band"], C["target"])
+    ch = t[(t.pool == pool) & (t["size"] == size)].iloc[0]
+    B, P, R, p = int(ch.n_bundles), C["particles"], C["rounds"], float(ch.predicted)
+    run = dict(n_bundles=B, bundle_size=int(size), difficulties=C["pools"][pool], particles=P, rounds=R, reruns=C["reruns"], bar=C["bar"],
+               max_new_tokens=min(512, 256 * int(size)), batch_size=min(192, B * P), judge_items=C["judge_items"], sandbox_workers=12,
+               seed=C["seed"], n_boot=C["n_boot"])
+    half = 1.959964 * math.sqrt(2 * p * (1 - p) / (P * R * B))   # binomial null at the predicted rate: >= the heterogeneous truth
+    cmd = ("python scripts/exec_notebook.py nbs/runs/30_calibration.ipynb out_dir=$OUT/h200_calibration_v2 "
+           "model=/tmp/cache/smollm2-135m-instruct-fp32 " + " ".join(f"{k}={v}" if not isinstance(v, list) else f'"{k}={v!r}"' for k, v in run.items()))
+    doc = dict(written=datetime.now(timezone.utc).isoformat(timespec="seconds"), commit=_commit(), design=C,
+               data=dict(folder=str(z_dir.name), file="base_rollouts.parquet", draws=len(d), prompts=int(len(per)),
+                         what="per-function pass rates c_i = correct draws / 20 of the embedded model's base draws, one task asked alone"),
+               model=("a bundle of s functions passes a fresh draw when each function passes, independently: the resample arm's "
+                      "per-sample pass rate is the mean over random s-subsets of prod c_i = e_s(c) / C(n, s) (bundle_pass_rate); "
+                      "interval: 95% over tasks resampled and each c_i redrawn from its own 20 draws"),
+               predictions=t.to_dict("records"), chosen=dict(pool=pool, difficulties=C["pools"][pool], size=int(size),
+                                                              n_bundles=B, predicted=p, lo=float(ch.lo), hi=float(ch.hi), in_band=bool(in_band)),
+               rule=(f"among (pool, size) with at least {C['min_bundles']} disjoint bundles, the prediction inside {C['band']} closest to "
+                     f"{C['target']}; none inside: the closest to the band (in_band false)"),
+               run=run, primary=("unchanged from published/h200_calibration: per-sample pass rate per arm, paired by bundle, gain over "
+                                 f"resample with a 95% bundle-bootstrap CI; an arm clears when the CI lower bound exceeds bar = {C['bar']}"),
+               device_command=cmd, planned_halfwidth=round(half, 4), samples=dict(per_bundle_and_arm=P * R, control=B * P * R * 4, reruns=B * P * R * C["reruns"]))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "preregistration.json").write_text(json.dumps(doc, indent=1))
+    print(t.round(4).to_string(index=False)); print(json.dumps(doc["chosen"]))
+    return doc
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("cmd", choices=["plan", "base", "train", "rollouts", "train-bc", "pack", "unpack", "chain-check", "report", "_train_small"])
+    ap.add_argument("cmd", choices=["plan", "base", "train", "rollouts", "train-bc", "pack", "unpack", "chain-check", "report", "_train_small", "calibration-plan"])
     ap.add_argument("--no-eval", action="store_true", help="train: skip the held-out evaluation at checkpoints")
     ap.add_argument("args", nargs="*")
     ap.add_argument("--deadline-s", type=float, default=480); ap.add_argument("--gguf", default="")
@@ -343,6 +403,7 @@ def main(argv=None):
     a = ap.parse_args(argv)
     over = {k: _cast(SHARED.get(k), v) for k, v in (x.split("=", 1) for x in a.set)}
     if a.cmd == "plan": return plan(Path(a.args[0]))
+    if a.cmd == "calibration-plan": return calibration_plan(Path(a.args[0]))
     if a.cmd == "report": return report(Path(a.args[0]), Path(a.args[1]))
     if a.cmd == "pack": return pack(Path(a.args[0]), Path(a.args[1]))
     if a.cmd == "unpack": return unpack(Path(a.args[0]), Path(a.args[1]))

@@ -20,9 +20,9 @@ from ..programs.tasks import Task, build_program, extract_program
 # %% auto #0
 __all__ = ['BUCKETS', 'GRADE_COLUMNS', 'JUDGE_QUESTION', 'ARMS', 'fitness_bucket', 'wilson_ci', 'hill_table', 'Correlation',
            'wrong_fitness_correlation', 'plot_hill', 'AUC', 'auc_delong', 'answer_token_ids', 'JudgeOutput',
-           'judge_probs', 'Grade', 'grade_programs', 'grade_task_programs', 'Bundle', 'make_bundles', 'bundle_prompt',
-           'refine_prompt', 'grade_bundles', 'bundle_pass_rate', 'choose_bundle_size', 'parents', 'run_control',
-           'primary_metric', 'rescue_rates', 'anchoring', 'control_grades', 'plot_control']
+           'judge_probs', 'Grade', 'grade_programs', 'grade_task_programs', 'Bundle', 'eligible_tasks', 'make_bundles',
+           'bundle_prompt', 'refine_prompt', 'grade_bundles', 'bundle_pass_rate', 'choose_bundle_size', 'parents',
+           'run_control', 'primary_metric', 'rescue_rates', 'anchoring', 'control_grades', 'plot_control']
 
 # %% ../../nbs/34_calibration.ipynb #c006
 BUCKETS = ("0", "≤¼", "¼–½", "½–¾", "¾–90%", "90%–all-but-one", "all")  # visible-share buckets, in order
@@ -279,6 +279,13 @@ class Bundle(NamedTuple):
         "The tasks' shared context code, each distinct piece once, in order."
         return "".join(dict.fromkeys(t.context for t in self.tasks if t.context))
 
+def eligible_tasks(tasks:Sequence[Task], # candidate tasks
+                   n_hidden:int=2, # hidden asserts each function needs
+                  )->list[Task]: # in order, the first task of each entry point
+    "Function tasks with an entry point, >= 1 public and >= n_hidden hidden tests, one per entry point: what bundles draw from."
+    ok = [t for t in tasks if t.harness == "function" and t.entry_point and t.public_tests and len(t.hidden_tests) >= n_hidden]
+    return list({t.entry_point: t for t in ok}.values())
+
 def make_bundles(tasks:Sequence[Task], # candidate tasks (function tasks with >= 1 public and >= n_hidden hidden tests are used)
                  n_bundles:int, # bundles to make
                  rng:np.random.Generator, # source of randomness
@@ -287,8 +294,7 @@ def make_bundles(tasks:Sequence[Task], # candidate tasks (function tasks with >=
                 )->list[Bundle]:
     "Disjoint random bundles of `size` tasks with distinct entry points."
     if size < 1 or n_bundles < 1: raise ValueError(f"make_bundles: size={size} and n_bundles={n_bundles} must both be >= 1")
-    ok = [t for t in tasks if t.harness == "function" and t.entry_point and t.public_tests and len(t.hidden_tests) >= n_hidden]
-    ok = list({t.entry_point: t for t in ok}.values())
+    ok = eligible_tasks(tasks, n_hidden)
     if len(ok) < n_bundles * size:
         raise ValueError(f"make_bundles: {n_bundles} bundles of {size} need {n_bundles * size} eligible tasks, found {len(ok)}")
     pick = [ok[i] for i in rng.permutation(len(ok))[:n_bundles * size]]
