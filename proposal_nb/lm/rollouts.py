@@ -14,11 +14,11 @@ from ..programs.tasks import Task, extract_program
 from .models import chat_prompt
 from .generation import row_keys
 from .engines import make_engine
-from .densities import completion_logprobs, score_pq
+from .densities import DecodingConfig, completion_logprobs, score_pq
 
 # %% auto #0
 __all__ = ['PotentialFn', 'prompt_texts', 'text_hash', 'grade', 'keyed_generations', 'base_rollouts', 'load_adapter_state',
-           'adapter_state', 'evaluation_draws', 'prior_table', 'load_task_source', 'load_adapter_folder']
+           'adapter_state', 'prior_logps', 'evaluation_draws', 'prior_table', 'load_task_source', 'load_adapter_folder']
 
 # %% ../../nbs/26_rollouts.ipynb #c005
 PotentialFn = Callable[[Sequence[Task], Sequence[str]], np.ndarray]
@@ -60,12 +60,13 @@ def keyed_generations(model, # the model (a PeftModel is sampled with its adapte
                       batch_size:int=32, # sequences generated together
                       adapter:bool=True, # False: sample the base model (adapter off)
                       progress:bool=False, # show a progress bar
+                      config:DecodingConfig=DecodingConfig(), # the sampler's decoding config (truncated ones need engine 'hf' or 'auto')
                      )->list[list]: # per task, its n generations
     "n draws per task through an engine, draw k of task t keyed by (seed, purpose, t.id, k)."
     ids = [tokenizer(t, add_special_tokens=False).input_ids for t in prompt_texts(tokenizer, tasks)]
     keys = torch.tensor([row_keys(seed, purpose, t.id, k) for t in tasks for k in range(n)], dtype=torch.long)
     eng = make_engine(engine, model, tokenizer, rows=max(1, min(batch_size, len(keys))), max_prompt_len=max(map(len, ids)),
-                      max_new_tokens=max_new_tokens, batch_size=batch_size)
+                      max_new_tokens=max_new_tokens, batch_size=batch_size, config=config)
     off = not adapter and hasattr(model, "disable_adapter")
     with model.disable_adapter() if off else contextlib.nullcontext():
         eng.refresh()                                             # the sampler follows the adapter as it is now (on or off)
@@ -122,6 +123,28 @@ def adapter_state(model, # a PeftModel
     from peft import get_peft_model_state_dict
     return {k: v.detach().clone() for k, v in get_peft_model_state_dict(model).items()}
 
+# %% ../../nbs/26_rollouts.ipynb #c012a2
+def _prior_density(model, # a PeftModel (scored with its adapter off)
+                   flat:Sequence, # Generations drawn from the prior sampler itself
+                   prior:DecodingConfig, # that sampler's decoding config
+                  )->tuple: # (log p_gen [N] tensor, [N] bool: the scorer put a drawn token outside its kept set)
+    "log p_gen of draws made by p_gen: the scorer's density, or the sampler's own where the scorer's kept set missed a drawn token."
+    with model.disable_adapter(), torch.no_grad():
+        lp = completion_logprobs(model, [g.prompt_ids for g in flat], [g.token_ids for g in flat], config=prior, batch_size=8)
+    out = lp.isinf()
+    if out.any():    # a boundary token (bf16 scorer vs sampler): q = p_gen here, so any common value weighs 1
+        lp = torch.where(out, torch.tensor([g.logprob for g in flat], dtype=lp.dtype, device=lp.device), lp)
+    return lp, out.cpu().numpy()
+
+def prior_logps(model, # a PeftModel (scored with its adapter off)
+                draws:pd.DataFrame, # evaluation draws made with keep_tokens=True
+                prior:DecodingConfig, # another prior's decoding config
+               )->np.ndarray: # [len(draws)] log p under `prior` (-inf outside its kept set)
+    "The same draws' log p under another prior: the same proposal weighed against a different p_gen."
+    if "token_ids" not in draws: raise ValueError("draws lack token_ids: make them with keep_tokens=True")
+    with model.disable_adapter(), torch.no_grad():
+        return completion_logprobs(model, list(draws.prompt_ids), list(draws.token_ids), config=prior, batch_size=8).double().cpu().numpy()
+
 # %% ../../nbs/26_rollouts.ipynb #c012b
 def evaluation_draws(model, # a PeftModel (its adapter is replaced by `state` when given)
                      tokenizer, # its tokenizer
@@ -138,23 +161,23 @@ def evaluation_draws(model, # a PeftModel (its adapter is replaced by `state` wh
                      progress:bool=True, # show a progress bar
                      keep_tokens:bool=False, # add prompt_ids / token_ids columns (to re-score the draws later)
                      engine:str="auto", # sampling engine (engines.ENGINES); every arm gets the same keys
-                    )->pd.DataFrame: # DRAW_COLUMNS (+ tags, + token columns with keep_tokens)
+                     prior:DecodingConfig=DecodingConfig(), # the prior sampler p_gen: the base arm draws from it, every weight uses its density
+                    )->pd.DataFrame: # DRAW_COLUMNS (+ tags, + token columns with keep_tokens, + outside_kept for a truncated prior)
     "R×M draws per task from one checkpoint with validity, correctness and both densities: DRAW_COLUMNS rows."
-    draw = lambda adapter: keyed_generations(model, tokenizer, tasks, R * M, seed, "eval", engine, max_new_tokens, batch_size,
-                                             adapter=adapter, progress=progress)
-    if state is None:
-        draws = draw(False)
+    draw = lambda adapter, cfg: keyed_generations(model, tokenizer, tasks, R * M, seed, "eval", engine, max_new_tokens, batch_size,
+                                                  adapter=adapter, progress=progress, config=cfg)
+    if state is None:                                    # the base arm: q = p_gen, draws from the prior sampler itself
+        draws = draw(False, prior)
         flat = [g for d in draws for g in d]
-        with model.disable_adapter():
-            with torch.no_grad():
-                logp = completion_logprobs(model, [g.prompt_ids for g in flat], [g.token_ids for g in flat], batch_size=8)
+        logp, outside = _prior_density(model, flat, prior)
         logq = logp
-    else:
+    else:                                                # the proposal: T = 1, untruncated, so log q is exact
         load_adapter_state(model, state)
-        draws = draw(True)
+        draws = draw(True, DecodingConfig())
         flat = [g for d in draws for g in d]
         with torch.no_grad():
-            logq, logp = score_pq(model, [g.prompt_ids for g in flat], [g.token_ids for g in flat], batch_size=8)
+            logq, logp = score_pq(model, [g.prompt_ids for g in flat], [g.token_ids for g in flat], prior_config=prior, batch_size=8)
+        outside = logp.isinf().cpu().numpy()             # outside the prior's kept set: weight 0
     flat_t = [t for t, d in zip(tasks, draws) for _ in d]
     texts = [g.text for g in flat]
     r = grade({"valid": valid, "correct": correct}, flat_t, texts)
@@ -164,6 +187,7 @@ def evaluation_draws(model, # a PeftModel (its adapter is replaced by `state` wh
                            valid=r["valid"], correct=r["correct"] * (r["valid"] > 0),
                            logp=logp.double().cpu().numpy(), logq=logq.double().cpu().numpy(), logr=logr,
                            length=[len(g.token_ids) for g in flat], text_hash=[text_hash(x) for x in texts]))
+    if not prior.is_plain: df["outside_kept"] = outside.astype(int)
     if keep_tokens: df["prompt_ids"], df["token_ids"] = [list(g.prompt_ids) for g in flat], [list(g.token_ids) for g in flat]
     return _with_tags(df, tasks)
 
