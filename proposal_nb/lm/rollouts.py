@@ -61,10 +61,11 @@ def keyed_generations(model, # the model (a PeftModel is sampled with its adapte
                       adapter:bool=True, # False: sample the base model (adapter off)
                       progress:bool=False, # show a progress bar
                       config:DecodingConfig=DecodingConfig(), # the sampler's decoding config (truncated ones need engine 'hf' or 'auto')
+                      start:int=0, # index of the first draw: draws start..start+n-1 (resumable chunks of one long run)
                      )->list[list]: # per task, its n generations
     "n draws per task through an engine, draw k of task t keyed by (seed, purpose, t.id, k)."
     ids = [tokenizer(t, add_special_tokens=False).input_ids for t in prompt_texts(tokenizer, tasks)]
-    keys = torch.tensor([row_keys(seed, purpose, t.id, k) for t in tasks for k in range(n)], dtype=torch.long)
+    keys = torch.tensor([row_keys(seed, purpose, t.id, k) for t in tasks for k in range(start, start + n)], dtype=torch.long)
     eng = make_engine(engine, model, tokenizer, rows=max(1, min(batch_size, len(keys))), max_prompt_len=max(map(len, ids)),
                       max_new_tokens=max_new_tokens, batch_size=batch_size, config=config)
     off = not adapter and hasattr(model, "disable_adapter")
