@@ -187,10 +187,11 @@ def rule_u_shape(curve:pd.DataFrame, # one row per checkpoint in step order: nst
         if (lo[:j] > hi[j]).any() and (lo[j + 1:] > hi[j]).any(): return Call(REPRODUCED)
         needs = []
         for side in (slice(0, j), slice(j + 1, None)):
-            k = side.start + int(np.argmax(est[side]))
-            if lo[k] > hi[j]: continue
+            k = (side.start or 0) + int(np.argmax(est[side]))
+            if lo[k] > hi[j] or not np.isfinite(est[k]): continue       # separated already, or never breaks even there
             gap, h = est[k] - est[j], (hi[j] - est[j]) + (est[k] - lo[k])
-            needs.append(None if not (np.isfinite(gap) and np.isfinite(h) and gap > 0) else max(n + 1, math.ceil(n * (h / gap) ** 2)))
+            needs.append(None if not (np.isfinite(h) and gap > 0) else max(n + 1, math.ceil(n * (h / gap) ** 2)))
+        if not needs: return Call(INCONCLUSIVE, None, "an end that never breaks even (N* = ∞) has a CI reaching the minimum's")
         return Call(INCONCLUSIVE, None if None in needs else max(needs))
     if (np.delete(lo, j) > hi[j]).all(): return Call(NOT_REPRODUCED, note=f"the smallest N* is at the {'first' if j == 0 else 'last'} checkpoint")
     return Call(INCONCLUSIVE)
@@ -282,6 +283,8 @@ def ratio_change(per_prompt:pd.DataFrame, # prompt_id, checkpoint and the two me
                  num:str="pass1", den:str="validity", # the ratio of macro means num / den
                  n_boot:int=2000, seed:int=0)->tuple[Interval, float, float]: # (change, ratio at a, ratio at b)
     "Change of the ratio of macro means (pooled P(correct | valid) = mean pass@1 / mean validity), prompt-bootstrap CI."
+    miss = [c for c in ("prompt_id", "checkpoint", num, den) if c not in per_prompt.columns]
+    if miss: raise ValueError(f"the per_prompt table lacks column(s) {miss}; has {list(per_prompt.columns)}")
     w = per_prompt[per_prompt.checkpoint.isin([a, b])].pivot(index="prompt_id", columns="checkpoint", values=[num, den]).dropna()
     V = np.stack([w[(num, a)], w[(den, a)], w[(num, b)], w[(den, b)]], 1).astype(float)
     ratio = lambda m: np.where(m[..., 1] > 0, m[..., 0] / np.where(m[..., 1] > 0, m[..., 1], 1), 0.0)
@@ -404,6 +407,7 @@ def find_guards(root, src:Sources, **kw)->Row|Missing:
     guarded, unguarded, parts, gap = [], [], [], 0.0
     for a, f in runs.items():
         draws, log, cfg = read_table(f, "draws"), read_table(f, "log"), normalizer_config(read_json(f, "config"))
+        if draws is not None and "log_uw" not in draws.columns and not {"logp", "logq", "logr"} <= set(draws.columns): draws = None
         if draws is None:
             if log is None or "log_zhat" not in log.columns: return Missing(f"{f.name} with its training draws or log_zhat")
             guarded.append(float(np.exp(log.log_zhat.max()))); parts.append(f"{a}: logged Ẑ ≤ {guarded[-1]:.3g}"); continue
