@@ -9,15 +9,16 @@ from pathlib import Path
 from typing import NamedTuple
 import pandas as pd
 from ..results import Run, read_table, read_json, run_tables, TABLE_EXTS
+from ..analysis.findings import findings_table, PUBLISHED
 from .tables import (HEADLINE, REPORT_CARD, ZBIN_LABELS, collect, default_arm, headline_table, with_rates, bin_table,
                                      updown_table, training_draws, train_bin_table, task_texts, prompt_details, breaks_even)
 from .charts import (training_chart, metric_band_chart, paired_chart, rates_charts, bins_chart, train_bins_chart,
                                      prompt_chart, table_chart, breakeven_charts)
 
 # %% auto #0
-__all__ = ['MISSING_TEXT', 'CONTROL_TABLES', 'PAGES', 'Page', 'table_html', 'kinds', 'page_overview', 'page_rates',
-           'page_training', 'page_heldout', 'page_bins', 'prompt_texts', 'page_prompts', 'page_report_card',
-           'page_calibration', 'page_breakeven', 'run_page']
+__all__ = ['FINDINGS_NOTE', 'MISSING_TEXT', 'CONTROL_TABLES', 'PAGES', 'Page', 'table_html', 'kinds', 'findings_blocks',
+           'page_overview', 'page_rates', 'page_training', 'page_heldout', 'page_bins', 'prompt_texts', 'page_prompts',
+           'page_report_card', 'page_calibration', 'page_breakeven', 'run_page']
 
 # %% ../../nbs/38c_site_pages.ipynb #c005
 class Page(NamedTuple):
@@ -39,13 +40,28 @@ def kinds(page:Page, # a built page
     return [k for k, _ in page.blocks]
 
 # %% ../../nbs/38c_site_pages.ipynb #c008
+FINDINGS_NOTE = ("The published runs used 3B and 30B coder models on DS-1000 and LiveCodeBench; these runs use other models and tasks, "
+                 "so compare directions and mechanisms, not levels. Each verdict comes from a rule fixed before the campaign ran "
+                 "(nbs/36_findings); an inconclusive row gives the sample size that would decide it, a row not run the folder it needs.")
+
+def findings_blocks(results, # the results folder (the published run folders copied into it)
+                   )->list: # ('h2', ...), ('p', ...), ('table', findings) — or a line saying why the table is missing
+    "The findings table's blocks: read from the results folder's published run folders, never re-evaluated."
+    try: t = findings_table(results, PUBLISHED)
+    except Exception as e:                     # a malformed table: say so on the page and on stderr, build the rest
+        print(f"[proposal_nb] site: findings table unavailable: {e}", file=sys.stderr)
+        return [("h2", "Findings of the published runs"), ("p", f"The findings table could not be read: {html.escape(str(e))}")]
+    return [("h2", "Findings of the published runs"), ("p", FINDINGS_NOTE),
+            ("table", t[["#", "finding", "verdict", "project", "published", "decides", "source"]])]
+
 def page_overview(runs, # the run folders (results.find_runs)
                   results, # the results folder they sit in
                   ctx:dict, # shared tables: `rates` (z_tables), `heldout` (heldout_tables)
                  )->Page:
-    "What was run (model, tasks, arms, parameters), the headline table and the pipeline timing."
-    blocks = [("p", f"Built {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} from <code>{html.escape(str(Path(results).resolve()))}</code>: "
-                    f"{len(runs)} run folder(s).")]
+    "The findings table, then what was run (model, tasks, arms, parameters), the headline table and the pipeline timing."
+    blocks = findings_blocks(results) + [
+        ("p", f"Built {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} from <code>{html.escape(str(Path(results).resolve()))}</code>: "
+              f"{len(runs)} run folder(s).")]
     if runs:
         keys = [k for k in ("kind", "model", "tasks", "estimator", "arm", "steps", "M", "seed") if any(k in r.config for r in runs)]
         t = pd.DataFrame([{"run": f"<a href='run-{r.name}.html'>{html.escape(r.name)}</a>",
