@@ -14,12 +14,12 @@ import proposal_nb
 
 # %% auto #0
 __all__ = ['REPO', 'RUNS', 'STEP_SECONDS', 'DEFAULT_TASKS', 'DEFAULT_SPLIT', 'DEFAULT_TRAIN', 'JOB_LOG', 'HEADLINE_METRICS',
-           'parameters_index', 'run_notebook', 'console_stream', 'output_to', 'publish_gpu_benchmark', 'publish_runs',
-           'save_chart', 'fmt_seconds', 'time_left', 'StepLine', 'base_validity', 'final_adapter', 'default_steps',
-           'StepFailed', 'failure_message', 'run_pipeline', 'build_results_site', 'headline_table', 'check_findings',
-           'job_tables', 'job_summary', 'read_table_ids', 'load_params', 'declared_parameters', 'parameter_types',
-           'coerce_parameters', 'check_parameters', 'run_experiment', 'model_config', 'environment_report',
-           'format_report', 'steps_help', 'main']
+           'JOB_FINDINGS', 'parameters_index', 'run_notebook', 'console_stream', 'output_to', 'publish_gpu_benchmark',
+           'publish_runs', 'save_chart', 'fmt_seconds', 'time_left', 'StepLine', 'base_validity', 'final_adapter',
+           'default_steps', 'StepFailed', 'failure_message', 'run_pipeline', 'build_results_site', 'headline_table',
+           'job_findings', 'findings_lines', 'job_tables', 'job_summary', 'read_table_ids', 'load_params',
+           'declared_parameters', 'parameter_types', 'coerce_parameters', 'check_parameters', 'run_experiment',
+           'model_config', 'environment_report', 'format_report', 'steps_help', 'main']
 
 # %% ../nbs/39_pipeline.ipynb #c005
 REPO = Path(proposal_nb.__file__).resolve().parents[1]
@@ -332,68 +332,54 @@ def headline_table(summary, # the evaluation's summary table (checkpoint, metric
     return pd.DataFrame(rows).set_index("metric")
 
 # %% ../nbs/39_pipeline.ipynb #s004
-def _last_checkpoints(summary, # the evaluation's summary table (checkpoint, arm, step, ...)
-                      base:str, # the base model's checkpoint name
-                     )->dict: # arm -> checkpoint name
-    "arm -> its checkpoint with the largest step (the base excluded)."
-    s = summary[summary.checkpoint != base].drop_duplicates("checkpoint").sort_values("step")
-    return dict(zip(s.arm, s.checkpoint))
+JOB_FINDINGS = (1, 2, 4, 5, 8)   # the published findings (analysis.findings numbers) the job's own folders can test
 
-def check_findings(summary, # the evaluation's summary table (None when absent)
-                   paired, # its paired table (None when absent)
-                   nstar:dict, # arm -> break-even N* in checker calls (inf: never)
-                   base:str="base", # the base model's checkpoint name
-                  )->list[dict]:
-    "The findings a short run can test (see above): each with `finding`, `verdict` (reproduced / not reproduced / not tested) and `evidence`."
-    last = _last_checkpoints(summary, base) if summary is not None else {}
-    def diff(arm, metric):
-        r = paired[(paired.a == base) & (paired.b == last.get(arm)) & (paired.metric == metric)] if paired is not None else []
-        return None if not len(r) else (float(r.iloc[0]["diff"]), float(r.iloc[0].lo), float(r.iloc[0].hi))
-    out = []
-    v = {a: d for a in last if (d := diff(a, "validity"))}
-    out.append(dict(finding="validity rises under training", evidence="; ".join(f"{a} {_ci(*d, True)}" for a, d in v.items()),
-                    verdict="not tested" if not v else "reproduced" if any(d[1] > 0 for d in v.values()) else "not reproduced"))
-    m, g = diff("msc", "distinct"), diff("iguana", "distinct")
-    out.append(dict(finding="MSC narrows the distinct valid programs, IGUANA keeps them",
-                    evidence="" if m is None or g is None else f"distinct share: msc {_ci(*m, True)}, iguana {_ci(*g, True)}",
-                    verdict="not tested" if m is None or g is None else "reproduced" if m[2] < 0 <= g[2] else "not reproduced"))
-    fin = {a: n for a, n in nstar.items() if n is not None and math.isfinite(n) and n > 0}
-    out.append(dict(finding="training pays for itself after finitely many prompts",
-                    evidence="; ".join(f"{a} N* = {n:,.0f} prompts (checker calls)" if a in fin else f"{a} never" for a, n in nstar.items()),
-                    verdict="not tested" if not nstar else "reproduced" if fin else "not reproduced"))
+def job_findings(results:str|Path, # the job's results folder
+                 n_boot:int=1000, # bootstrap resamples of the CIs the findings compute
+                )->object: # a DataFrame (analysis.findings.COLUMNS), one row per finding in JOB_FINDINGS
+    "The findings table of the job's own run folders (eval, iguana, msc, breakeven_iguana), by the published table's rules."
+    from proposal_nb.analysis.findings import findings_table, JOB
+    return findings_table(results, JOB, which=JOB_FINDINGS, n_boot=n_boot)
+
+def findings_lines(table, # from job_findings
+                   width:int=160, # longest console line
+                  )->list[str]: # two lines per finding that ran, then one naming those that did not
+    "Console lines of a findings table: verdict, finding and what would decide it; under it the run's numbers; cut to `width`."
+    cut = lambda s: s if len(s) <= width else s[:width - 1] + "…"
+    ran, out = table[table.verdict != "not run"], []
+    for _, r in ran.iterrows():
+        out += [cut(f"    {r.verdict:<14} {r['#']}. {r.finding}" + (f" (decides: {r.decides})" if r.decides else "")),
+                cut(f"{'':19}{r.project}")]
+    idle = table[table.verdict == "not run"]
+    if len(idle): out.append(cut("    not run on this folder: " + "; ".join(f"{r['#']} ({r.decides})" for _, r in idle.iterrows())))
     return out
 
 # %% ../nbs/39_pipeline.ipynb #s006
 def job_tables(results:str|Path, # the job's results folder
-              )->tuple: # (summary, paired, {arm: N*})
-    "(summary, paired, {arm: N*}) from a job's results folder: the evaluation's tables (None when absent) and each break-even's N* in checker calls."
-    from proposal_nb.results import read_table, read_json
+              )->tuple: # (summary, paired)
+    "(summary, paired) of a job's results folder: the evaluation's tables (None when absent)."
+    from proposal_nb.results import read_table
     R = Path(results)
-    summary, paired = read_table(R / "eval", "summary"), read_table(R / "eval", "paired")
-    nstar = {}
-    for d in sorted(R.glob("breakeven_*")):
-        s = read_json(d, "summary") or {}
-        if "best_checkpoint" in s: nstar[d.name.removeprefix("breakeven_")] = float(s["best_checkpoint"]["checker_calls"]["nstar"])
-    return summary, paired, nstar
+    return read_table(R / "eval", "summary"), read_table(R / "eval", "paired")
 
 def job_summary(results, # the job's results folder
                 seconds:float, # how long the job took
                )->str:
-    "What to open and what was found: total time, the site, the headline table (each arm against base), the findings checked."
+    "What to open and what was found: total time, the site, the headline table (each arm against base), the findings its folders can test."
     R = Path(results).resolve()
     lines = [f"[proposal_nb] done in {fmt_seconds(seconds)} · results in {_rel(R)} · notebooks' output and warnings in {_rel(R / JOB_LOG)}"]
     if (R / "site" / "index.html").exists(): lines.append(f"  open the site: {R / 'site' / 'index.html'}")
-    try: summary, paired, nstar = job_tables(R)
+    try: summary, paired = job_tables(R)
     except ValueError as e: return "\n".join(lines + [f"  (the evaluation tables could not be read: {e})"])
     if summary is not None and paired is not None and "base" in set(summary.checkpoint):
         n = len(read_table_ids(R / "eval"))
         lines += ["", f"  held-out evaluation ({_rel(R / 'eval')}, {n} prompts): each arm against base, 95% prompt-bootstrap CI, * = excludes 0"]
         lines += ["    " + l for l in headline_table(summary, paired).to_string(na_rep="", index_names=False).splitlines()]
-    found = check_findings(summary, paired, nstar)
-    if any(f["verdict"] != "not tested" for f in found):
-        lines += ["", "  findings of the published runs, checked on this run:"]
-        for verdict in ("reproduced", "not reproduced"):
-            lines += [f"    {verdict}: {f['finding']} ({f['evidence']})" for f in found if f["verdict"] == verdict]
+    try: found = job_findings(R)
+    except ValueError as e: return "\n".join(lines + ["", f"  (the findings could not be read: {e})"])
+    if (found.verdict != "not run").any():
+        lines += ["", "  findings of the published runs that this run can test (rules: nbs/36_findings; the site's overview has the published table):"]
+        lines += findings_lines(found)
     return "\n".join(lines)
 
 def read_table_ids(folder:str|Path, # an evaluation folder
