@@ -1,7 +1,8 @@
 """Issue 22's clip probes on the 64-prompt enumerable task of nbs/18_many_prompts: IGUANA arms with a chosen relative clip c
 (and optionally the clip floor of 12_iguana: level max(c·Ẑ, floor)) against that notebook's DPG-style per-context arm, on a
 learning-rate grid, seeds and budgets (8 prompts x 8 draws per step). Writes the KL tables, the median Ẑ/Z per Z bin, the
-share of valid draws the clip cut per Z bin, and config.json (machine, date, commit, command).
+share of valid draws the clip cut per Z bin, config.json (machine, date, commit, command) and, with one IGUANA arm and
+the DPG arm, verdict.json: issue 22's pass criteria (see `verdict`).
 
     .venv/bin/python scripts/bench_many_prompts_clip.py OUT_DIR [--clip 10] [--clip-floor 1] [--arms eb,dpg] [--seeds 0-5]
         [--lrs 1e-3,3e-3,1e-2] [--budgets 32000,128000] [--workers 1]
@@ -28,6 +29,25 @@ def arms(names:list, clip:float, floor:float|None)->list:
     return out
 
 
+def verdict(table, ratios, budgets:tuple, calib_at:int=32_000, lo:float=0.8, hi:float=1.25)->dict:
+    """Issue 22's pass criteria for the one IGUANA arm against the DPG arm: each at its best lr per budget (by mean KL over all prompts),
+    IGUANA ≤ DPG on all prompts and, on the same rows, on Z ≤ 0.02; IGUANA's median Ẑ/Z in [lo, hi] in every Z bin at calib_at."""
+    b = best_lr(table).set_index(["arm", "samples"])
+    arms_ = list(b.index.get_level_values(0).unique())
+    dpg, iguana = "dpg · per-context mean", [a for a in arms_ if a.startswith("iguana")]
+    if dpg not in arms_ or len(iguana) != 1: return {}
+    iguana, out = iguana[0], {}
+    for n in budgets:
+        for col, what in (("kl_mean", "all prompts"), ("kl_hard_mean", "Z <= 0.02")):
+            i, d = b.loc[(iguana, n)], b.loc[(dpg, n)]
+            out[f"KL {what} at {n}"] = dict(iguana=round(float(i[col]), 4), iguana_lr=float(i.lr), dpg=round(float(d[col]), 4),
+                                             dpg_lr=float(d.lr), passed=bool(i[col] <= d[col]))
+    r = ratios.loc[(iguana, calib_at)]
+    out[f"median Zhat/Z per Z bin at {calib_at}"] = dict(values={str(k): round(float(v), 3) for k, v in r.items()},
+                                                          passed=bool(((r >= lo) & (r <= hi)).all()))
+    return dict(arm=iguana, criteria=out, passed=all(c["passed"] for c in out.values()))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out"); ap.add_argument("--clip", type=float, default=10.0)
@@ -40,6 +60,9 @@ def main():
     torch.set_num_threads(1)
     out = Path(a.out); out.mkdir(parents=True, exist_ok=True)
     windows = tuple(sorted({w for w in (0, 1024, 8000) if w <= max(budgets)} | {b + 1 for b in budgets}))
+    git = lambda *args: subprocess.run(["git", *args], capture_output=True, text=True).stdout.strip()
+    commit = git("rev-parse", "--short", "HEAD")                                  # the code this run starts from
+    dirty = git("status", "--porcelain", "--", "proposal_nb/estimators", "proposal_nb/theory", "scripts/bench_many_prompts_clip.py")
     t0 = time.time()
     E, V = benchmark(make_task(), arms(a.arms.split(","), a.clip, a.clip_floor), lrs, tuple(range(lo, hi + 1)),
                      RunConfig(budgets=budgets), workers=a.workers, progress=False)
@@ -50,13 +73,16 @@ def main():
     cfg = dict(kind="benchmark", description=__doc__.split("\n\n")[0],
                machine=f"{platform.machine()} CPU, {os.cpu_count()} cores shared with other jobs, torch {torch.__version__}",
                date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-               commit=subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip(),
+               commit=commit + (" with uncommitted changes: " + dirty.replace("\n", "; ") if dirty else ""),
                command="python scripts/bench_many_prompts_clip.py " + " ".join(sys.argv[1:]),
                user_command=".venv/bin/python scripts/bench_many_prompts_clip.py " + " ".join(sys.argv[1:]),
                seconds=round(time.time() - t0), runs=len(E.groupby(["arm", "lr", "seed"])))
+    v = verdict(t, ratio_table(E), budgets)
+    if v: (out / "verdict.json").write_text(json.dumps(v, indent=2) + "\n"); cfg["verdict"] = "PASSED" if v["passed"] else "FAILED"
     (out / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
     print(best_lr(t).round(3).to_string()); print(ratio_table(E).round(2).to_string())
     print(clip_table(V, windows).round(3).to_string())
+    if v: print(json.dumps(v, indent=2))
 
 
 if __name__ == "__main__":
