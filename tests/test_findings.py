@@ -187,12 +187,14 @@ def test_batching(tmp_path, case, sort, spread, verdict):
     ("fails", 0.5, F.NOT_REPRODUCED),          # P(c|v) 0.5 -> 1: wacc gains +0.5, far above 0.02
 ])
 def test_prior(tmp_path, case, base_cv, verdict):
-    spec = {"base": ("base", 0.6, 0.5, True), "base_card": ("base_card", 0.9, base_cv, True), "bc_card-step-100": ("bc_card", 0.99, 1.0, True)}
-    write_eval(tmp_path / "campaign_eval", draws_for(spec, 60, seed=7))
+    spec = {"base_card": ("base_card", 0.9, base_cv, True), "base": ("base", 0.6, 0.5, True), "bc_card-step-100": ("bc_card", 0.99, 1.0, True),
+            "bc_card_t1prior-step-100": ("bc_card_t1prior", 0.99, 1.0, True)}     # the layout of campaign.py report-card
+    write_eval(tmp_path / "campaign_card_eval", draws_for(spec, 60, seed=7))
     r = row(tmp_path, 7)
     assert r["verdict"] == verdict, r
     assert r["project"].startswith("bc_card-step-100 − base_card: wacc "), r["project"]
-    write_eval(tmp_path / "campaign_eval", draws_for({k: spec[k] for k in ("base", "bc_card-step-100")}, 60, seed=7))
+    assert "; control bc_card_t1prior-step-100 − base: wacc +" in r["project"], r["project"]   # shown beside, not ruled on
+    write_eval(tmp_path / "campaign_card_eval", draws_for({k: spec[k] for k in ("base", "bc_card-step-100")}, 60, seed=7))
     assert row(tmp_path, 7)["verdict"] == F.NOT_RUN                           # no card sampler's own checkpoint
 
 
@@ -243,7 +245,7 @@ def test_nothing_run_says_which_folder(tmp_path):
     assert set(t.verdict) == {F.NOT_RUN}, t.verdict
     assert (t.project == "").all() and (t.source == "").all()
     for i, folder in enumerate(["campaign_eval", "campaign_eval", "campaign_iguana", "campaign_iguana", "campaign_eval",
-                                "campaign_bc_sort", "bc_card", "campaign_breakeven_iguana", "campaign_calibration"], 1):
+                                "campaign_bc_sort", "campaign_card_eval with arm bc_card", "campaign_breakeven_iguana", "campaign_calibration"], 1):
         assert folder in t.decides[i - 1], (i, t.decides[i - 1])
     assert F.findings_table(tmp_path, F.JOB, which=[1]).decides[0].startswith("needs eval ")
 

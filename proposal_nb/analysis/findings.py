@@ -221,11 +221,12 @@ class Sources(NamedTuple):
     zx: tuple = ("h200_z_embedded",)                                         # the base model's Z(x) run (20 draws per prompt)
     breakeven: tuple = ("campaign_breakeven_{arm}", "h200_breakeven_{arm}") # the break-even of an arm
     calibration: tuple = ("campaign_calibration", "h200_calibration_v2", "h200_calibration")  # calibration and the control (v2: resized)
+    card_eval: tuple = ("campaign_card_eval",)                               # (7) the card arms' evaluation (campaign.py report-card)
     base: str = "base"                                                       # the base model's checkpoint
     card_base: str = "base_card"                                             # (7) the card sampler's own draws
 
 PUBLISHED = Sources()                                                        # the published findings table
-JOB = Sources(eval=("eval",), train=("{arm}",), zx=("z",), breakeven=("breakeven_{arm}",), calibration=())  # the CPU main job
+JOB = Sources(eval=("eval",), train=("{arm}",), zx=("z",), breakeven=("breakeven_{arm}",), calibration=(), card_eval=())  # the CPU main job
 
 def run_folder(root:Path|str, # the folder of run folders
                names:Sequence[str], # candidate folder names, `{arm}` allowed
@@ -253,9 +254,9 @@ class EvalTables(NamedTuple):
     per_prompt: pd.DataFrame   # prompt_id, checkpoint, one column per metric
     n: int                     # held-out prompts
 
-def eval_tables(root:Path|str, src:Sources)->EvalTables|None:
-    "The evaluation's summary, paired and per_prompt tables (None when the folder does not exist)."
-    f = run_folder(root, src.eval)
+def eval_tables(root:Path|str, src:Sources, names:Sequence[str]|None=None)->EvalTables|None:
+    "The evaluation's summary, paired and per_prompt tables (None when the folder does not exist); `names`: other candidates."
+    f = run_folder(root, src.eval if names is None else names)
     if f is None: return None
     t = {k: read_table(f, k) for k in ("summary", "paired", "per_prompt")}
     if any(v is None for v in t.values()): raise ValueError(f"{f}: an evaluation needs summary, paired and per_prompt tables")
@@ -450,13 +451,16 @@ def find_batching(root, src:Sources, **kw)->Row|Missing:
 
 def find_prior(root, src:Sources, **kw)->Row|Missing:
     "(7) The card-trained arm against the card sampler's rejection sampling (wacc) and its own pass@1 gain."
-    need = (f"{_needs(src.eval)} with arm bc_card (filtered BC on the truncated card sampler's rollouts, evaluated with that sampler "
-            f"as the prior) and the card sampler's own checkpoint {src.card_base}, and {_needs(src.train, 'bc_card')}")
-    ev = eval_tables(root, src)
+    need = (f"{_needs(src.card_eval)} with arm bc_card (filtered BC on the truncated card sampler's rollouts, evaluated with that "
+            f"sampler as the prior) and the card sampler's own checkpoint {src.card_base}")
+    ev = eval_tables(root, src, src.card_eval)
     if ev is None or (last := last_checkpoint(ev.summary, "bc_card")) is None or src.card_base not in set(ev.summary.checkpoint):
         return Missing(need)
     w, p = (paired_interval(ev.paired, src.card_base, last, m, ev.n) for m in ("wacc", "pass1"))
-    return Row(f"{last} − {src.card_base}: wacc {_fmt(w)}; pass@1 {_fmt(p)}", rule_prior(w, p), ev.name)
+    ctl = last_checkpoint(ev.summary, "bc_card_t1prior")          # the same proposal weighed with the T = 1 prior: shown, not ruled on
+    c = paired_interval(ev.paired, src.base, ctl, "wacc", ev.n) if ctl else None
+    return Row(f"{last} − {src.card_base}: wacc {_fmt(w)}; pass@1 {_fmt(p)}" + (f"; control {ctl} − {src.base}: wacc {_fmt(c)}" if c else ""),
+               rule_prior(w, p), ev.name)
 
 # %% ../../nbs/36_findings.ipynb #c025
 def _n(x:float)->str: return "∞" if not math.isfinite(x) else f"{x:,.0f}"
