@@ -420,7 +420,8 @@ def find_guards(root, src:Sources, **kw)->Row|Missing:
         parts.append(f"{a}: max Ẑ {guarded[-1]:.3g} guarded, {unguarded[-1]:.3g} unguarded, largest weight "
                      f"{float(np.exp((draws.log_uw if 'log_uw' in draws.columns else draws.logp + draws.logr - draws.logq).max())):.3g}")
     call = rule_guards(max(guarded), max(unguarded) if unguarded else None)
-    if gap > 1e-6: call = call._replace(note=(call.note + "; " if call.note else "") + f"the guarded replay differs from the log's log Ẑ by up to {gap:.2g}")
+    if gap > 1e-6:
+        call = call._replace(note=(call.note + "; " if call.note else "") + f"the guarded replay differs from the log's log Ẑ by up to {gap:.2g}")
     return Row("; ".join(parts), call, ", ".join(f.name for f in runs.values()), "training steps")
 
 # %% ../../nbs/36_findings.ipynb #c024
@@ -486,17 +487,19 @@ def find_calibration(root, src:Sources, **kw)->Row|Missing:
     if hill is None:
         hill = read_table(f, "calibration")
         if hill is not None: hill = hill.rename(columns=dict(n="programs", lo="wilson_lo", hi="wilson_hi"))
-    if hill is None or prim is None or not {"resample", "star"} <= set(prim.arm): return Missing(f"{f.name} with hill (or calibration) and primary tables (arms resample and star)")
+    if hill is None or prim is None or not {"resample", "star"} <= set(prim.arm):
+        return Missing(f"{f.name} with hill (or calibration) and primary tables (arms resample and star)")
     b = hill.set_index("bucket")
     end = lambda k: Interval(*(float(np.nan_to_num(b.loc[k, c])) for c in ("pass_rate", "wilson_lo", "wilson_hi")), int(b.loc[k, "programs"])) \
         if k in b.index else Interval(0.0, 0.0, 0.0, 0)
-    top, bottom = end(b.index[-1]), end(b.index[0])
+    from proposal_nb.analysis.calibration import BUCKETS
+    top, bottom = end(BUCKETS[-1]), end(BUCKETS[0])               # "all" and "0" visible tests passed
     p = prim.set_index("arm")
     bar = float(p.bar.iloc[0]) if "bar" in p.columns else float(cfg.get("bar", 0.0))
     nb = int(cfg.get("n_bundles", 0))
     gain = Interval(float(p.loc["star", "gain"]), float(p.loc["star", "gain_lo"]), float(p.loc["star", "gain_hi"]), nb)
     floor = float(p.loc["resample", "pass_rate"]) == 0 and float(p.loc["star", "pass_rate"]) == 0
-    txt = (f"hidden pass, bucket '{b.index[0]}': {bottom.est:.1%} ({bottom.n} programs), '{b.index[-1]}': {top.est:.1%} ({top.n}); "
+    txt = (f"hidden pass, bucket '{BUCKETS[0]}': {bottom.est:.1%} ({bottom.n} programs), '{BUCKETS[-1]}': {top.est:.1%} ({top.n}); "
            f"star {float(p.loc['star', 'pass_rate']):.1%} vs resample {float(p.loc['resample', 'pass_rate']):.1%}, gain {_fmt(gain, d=3)}"
            + (f" ({nb} bundles)" if nb else ""))
     return Row(txt, rule_calibration(top, bottom, gain, bar, floor), f.name, "bundles")
