@@ -252,3 +252,15 @@ def test_nothing_run_says_which_folder(tmp_path):
 
 def test_bad_finding_number(tmp_path):
     with pytest.raises(ValueError, match=r"finding numbers run 1..9; got \[10\]"): F.findings_table(tmp_path, which=[10])
+
+
+def test_site_overview_leads_with_the_table(tmp_path):
+    "The built site's index.html opens with the findings table read from the published folders the results hold (seed 8)."
+    from proposal_nb.site.build import build_site
+    spec = {"base": ("base", 0.4, 0.5, True), "iguana-step-250": ("iguana", 0.8, 0.5, True)}
+    write_eval(tmp_path / "res" / "campaign_eval", draws_for(spec, 60, seed=8))
+    html = build_site(tmp_path / "res", tmp_path / "site")[0].read_text()
+    assert html.index("<h2>Findings of the published runs</h2>") < html.index("<h2>Runs</h2>")
+    body = html[html.index("Findings of the published runs"):html.index("<h2>Runs</h2>")]
+    assert body.count("<tr") == 10, body                                      # header + nine findings
+    assert "iguana-step-250 − base: validity +" in body and ">reproduced<" in body and ">not run<" in body
