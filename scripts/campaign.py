@@ -10,6 +10,12 @@ chained through GPU jobs of at most 10 minutes with exact resume.
     python scripts/campaign.py train-bc ARM RUNS              # filtered BC, one epoch, then the held-out evaluation
     python scripts/campaign.py report RUNS RESULTS          # run folders of every arm and the held-out evaluation (CPU)
     python scripts/campaign.py chain-check DIR --steps 6 --split-at 3 [--gguf FILE]
+    python scripts/campaign.py calibration-plan OUT          # the calibration control v2's pre-registration (bundle size, task pool)
+    python scripts/campaign.py plan-card OUT                 # the card arms' design alone (campaign_card.json)
+    python scripts/campaign.py base-card RUNS                # the card sampler's own held-out draws (the card arms' reference)
+    python scripts/campaign.py rollouts-card RUNS --deadline-s 480 [--close]   # card rollouts in resumable chunks
+    python scripts/campaign.py train-bc bc_card RUNS         # filtered BC on card rollouts; held-out draws under the card and T = 1 priors
+    python scripts/campaign.py report-card RUNS RESULTS      # campaign_card_eval: base_card, bc_card, base, bc_card_t1prior
 
 At each log-spaced checkpoint, `train` also draws the held-out split (R x M = 4 x 10 per prompt, the same keys as
 every other arm) and re-scores the base arm's draws under the checkpoint (the report card's prior table), restoring
@@ -66,8 +72,7 @@ def plan(out:Path):
                              draws=(SHARED | ARMS[a][0])["steps"] * (SHARED | ARMS[a][0])["M"] * SHARED["prompts_per_step"])
                          for a in ARMS}, offline={a: dict(scheme=v[0], what=v[1], rollouts=BC_DRAWS * 59, epochs=1, batch_size=8)
                                                   for a, v in OFFLINE.items()},
-               not_yet=dict(card_arms="filtered BC on the truncated card sampler's rollouts, evaluated with that sampler as the prior, "
-                                      "and its same-proposal control: needs a decoding config for the prior in evaluation_draws"),
+               card_arms=card_plan(),  # built: rollouts-card, base-card, train-bc bc_card, report-card (plan-card writes it alone)
                why=WHY, commit=_commit())
     (out / "campaign.json").write_text(json.dumps(doc, indent=1))
     print(json.dumps(doc, indent=1))
@@ -391,10 +396,236 @@ def calibration_plan(out:Path, z_dir:Path|None=None, n_boot:int=2000, seed:int=0
     return doc
 
 
+# The card-sampler arms (MISSION §8 item 7, "the prior must be the rollout sampler"), fixed before any of them ran.
+CARD = dict(temperature=0.7, top_p=0.8, top_k=20, repetition_penalty=1.05)  # the truncated "card" sampler (a DecodingConfig)
+CARD_DRAWS, CARD_CHUNK, CARD_BATCH = BC_DRAWS, 20, 320  # 340 x 59 = 20,060 rollouts (bc_spread's), chunks of 20 per prompt, rows per HF call
+OFFLINE_CARD = {  # filtered-BC arms on card rollouts: (batching scheme, why)
+    "bc_card": ("spread", "filtered BC on card-sampler rollouts (bc_spread's scheme), evaluated with the card sampler as the prior"),
+}
+CARD_CONTROL = ("bc_card_t1prior", "the same-proposal control: bc_card's adapter and its identical keyed held-out draws, weighed with "
+                                   "the T = 1 prior against the T = 1 base arm, so that only p_gen in the weight differs")
+HF_S_PER_SAMPLE = 0.372  # published/h200_fast_loop/bench_loop.json: hf engine generation seconds per sample at 80 rows, 256 new tokens
+
+
+def card_config():
+    "The card sampler as a DecodingConfig."
+    from proposal_nb.lm.densities import DecodingConfig
+    return DecodingConfig(**CARD)
+
+
+def card_plan()->dict:
+    "The card arms' pre-registered design: sampler, budget and its GPU-time bound, evaluation, the control and why."
+    n = CARD_DRAWS * 59
+    return dict(sampler=CARD, engine="hf (the fast engine samples T = 1 only)", rollouts=n, draws_per_prompt=CARD_DRAWS,
+                chunk=CARD_CHUNK, batch_rows=CARD_BATCH, keys="(seed 42, 'bc-rollouts', prompt, draw): bc_spread's keys, shared randomness",
+                budget_why=(f"bc_spread's {n:,} rollouts, so the card and T = 1 BC arms fit equal data. At the hf engine's measured "
+                            f"{HF_S_PER_SAMPLE} s per sample (80 rows) that is at most {n * HF_S_PER_SAMPLE / 60:.0f} GPU-minutes; at "
+                            f"{CARD_BATCH} rows per call it should take several times less (not measured). Chunks of {CARD_CHUNK} draws per "
+                            f"prompt ({CARD_CHUNK * 59:,} rollouts) resume across 10-minute jobs and their seconds go to the ledger. If the "
+                            "device time runs out first, bc_card fits the whole chunks made (equal draws per prompt) and the ledger says "
+                            "how many: a stop decided on timings only, never on a bc_card result"),
+                arms={a: dict(scheme=v[0], what=v[1], epochs=1, batch_size=8) for a, v in OFFLINE_CARD.items()},
+                evaluation=(f"held-out split, R x M = {EVAL['R']} x {EVAL['M']} per prompt with EVAL's keys; the proposal is sampled at "
+                            "T = 1 (exact log q) and every weight uses the card density renormalised over its kept set (a draw with a "
+                            "token outside it weighs 0); the reference base_card is the card sampler's own draws (rejection sampling "
+                            "from p_card), made with the same keys"),
+                control=dict(name=CARD_CONTROL[0], what=CARD_CONTROL[1],
+                             why=("§8.7 contrasts arms that differ in both their rollouts and their prior. Holding the proposal and its "
+                                  "draws fixed and changing only the prior in the weight isolates the prior; BC on T = 1 rollouts "
+                                  "(bc_spread, already an arm) differs from bc_card in its data as well")),
+                primary=("per checkpoint, paired wacc differences bc_card - base_card and bc_card_t1prior - base with 95% prompt-bootstrap "
+                         "CIs; beside them the proposal's own pass@1 against base_card's and the share of zero-weight draws"))
+
+
+def _card_tasks(split:str, limit:int|None=None):
+    train_tasks, heldout = _tasks()
+    ts = train_tasks if split == "train" else heldout
+    return ts[:limit] if limit else ts
+
+
+def _card_model(model_path:str, seed:int):
+    import torch
+    from proposal_nb.lm.models import add_lora, load_model
+    lm, tok = load_model(model_path); torch.manual_seed(seed)
+    return add_lora(lm, r=8, alpha=16), tok
+
+
+def _ledger(folder:Path, job:dict):
+    job = job | dict(gpu=_gpu(), date=datetime.now(timezone.utc).isoformat(timespec="seconds"), commit=_commit())
+    with open(folder / "ledger.jsonl", "a") as f: f.write(json.dumps(job) + "\n")
+    print(json.dumps(job), flush=True)
+    return job
+
+
+def rollouts_card(runs:Path, model_path:str, deadline_s:float=480, draws:int=CARD_DRAWS, chunk:int=CARD_CHUNK,
+                  batch_size:int=CARD_BATCH, max_new_tokens:int=SHARED["max_new_tokens"], limit:int|None=None, valid=None,
+                  close:bool=False)->Path|None:
+    "Card-sampler rollouts of the training prompts in resumable chunks; card.parquet once all `draws` exist (or, with close, the chunks made)."
+    import pandas as pd
+    from proposal_nb.lm.rollouts import grade, keyed_generations
+    from proposal_nb.programs.potentials import make_potential
+    from proposal_nb.programs.sandbox import Executor
+    if draws % chunk: raise SystemExit(f"draws={draws} is not a multiple of chunk={chunk}")
+    t0, out = time.time(), runs / "rollouts_card"; out.mkdir(parents=True, exist_ok=True)
+    tasks, cfg, peft, t_chunks, made = _card_tasks("train", limit), card_config(), None, [], []
+    todo = [] if close else [k for k in range(0, draws, chunk) if not (out / f"part-{k:05d}.parquet").exists()]
+    with Executor() as ex:
+        pots = {"valid": valid or make_potential("no_error", ex), "correct": make_potential("correctness", ex)}
+        for k in todo:
+            if t_chunks and time.time() - t0 + 1.2 * max(t_chunks) > deadline_s: break
+            if peft is None: peft, tok = _card_model(model_path, 0)
+            tc = time.time()
+            d = keyed_generations(peft, tok, tasks, chunk, SHARED["seed"], "bc-rollouts", "hf", max_new_tokens, batch_size,
+                                  adapter=False, progress=True, config=cfg, start=k)
+            ft, fg = [t for t, x in zip(tasks, d) for _ in x], [g for x in d for g in x]
+            r = grade(pots, ft, [g.text for g in fg])
+            df = pd.DataFrame(dict(prompt_id=[t.id for t in ft], draw=[k + m for x in d for m in range(len(x))], valid=r["valid"],
+                                   correct=r["correct"] * (r["valid"] > 0), logp=[g.logprob for g in fg], length=[len(g.token_ids) for g in fg],
+                                   stop_reason=[g.stop_reason for g in fg], prompt_ids=[list(g.prompt_ids) for g in fg],
+                                   token_ids=[list(g.token_ids) for g in fg]))
+            df.to_parquet(out / "part.tmp.parquet"); (out / "part.tmp.parquet").rename(out / f"part-{k:05d}.parquet")
+            t_chunks.append(time.time() - tc); made.append(k)
+    parts = sorted(out.glob("part-[0-9]*.parquet"))
+    if (close or len(parts) == draws // chunk) and parts and not (out / "card.parquet").exists():
+        if [p.name for p in parts] != [f"part-{k:05d}.parquet" for k in range(0, chunk * len(parts), chunk)]:
+            raise SystemExit(f"{out}: the chunks made are not draws 0..{chunk * len(parts) - 1}: {[p.name for p in parts]}")
+        order = {t.id: i for i, t in enumerate(tasks)}
+        allp = pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True)
+        allp = allp.assign(_o=allp.prompt_id.map(order)).sort_values(["_o", "draw"], kind="stable").drop(columns="_o").reset_index(drop=True)
+        allp.to_parquet(out / "card.tmp.parquet"); (out / "card.tmp.parquet").rename(out / "card.parquet")
+    n_new = len(made) * chunk * len(tasks)
+    _ledger(out, dict(arm="rollouts_card", chunks=made, chunks_done=len(parts), chunks_total=draws // chunk, rollouts=n_new,
+                      wall_s=round(time.time() - t0, 1), gen_s_per_sample=round(sum(t_chunks) / max(1, n_new), 4),
+                      complete=(out / "card.parquet").exists(), closed_early=close and len(parts) < draws // chunk,
+                      sampler=CARD, batch_rows=batch_size))
+    return out / "card.parquet" if (out / "card.parquet").exists() else None
+
+
+def base_prior_eval(runs:Path, model_path:str, name:str="base_card", prior=None, eval_kw:dict|None=None, valid=None)->Path:
+    "The reference arm of a prior: its own held-out draws (q = p_gen) with token ids, in RUNS/name/heldout_draws.parquet."
+    from proposal_nb.lm.rollouts import evaluation_draws
+    from proposal_nb.programs.potentials import make_potential
+    from proposal_nb.programs.sandbox import Executor
+    prior = card_config() if prior is None else prior
+    kw = dict(R=EVAL["R"], M=EVAL["M"], seed=EVAL["seed"], max_new_tokens=SHARED["max_new_tokens"], limit=None,
+              batch_size=EVAL["batch_size"] if prior.is_plain else CARD_BATCH) | (eval_kw or {})
+    t0, out = time.time(), runs / name; out.mkdir(parents=True, exist_ok=True)
+    peft, tok = _card_model(model_path, 0)
+    with Executor() as ex:
+        d = evaluation_draws(peft, tok, _card_tasks("heldout", kw["limit"]), name, None, kw["R"], kw["M"], valid or make_potential("no_error", ex),
+                             make_potential("correctness", ex), seed=kw["seed"], max_new_tokens=kw["max_new_tokens"], batch_size=kw["batch_size"],
+                             progress=False, keep_tokens=True, engine="auto", prior=prior)
+    d.to_parquet(out / "heldout_draws.tmp.parquet"); (out / "heldout_draws.tmp.parquet").rename(out / "heldout_draws.parquet")
+    _ledger(out, dict(arm=name, prior=__import__("dataclasses").asdict(prior), wall_s=round(time.time() - t0, 1), draws=len(d), validity=float(d.valid.mean()),
+                      scorer_outside=int(d["outside_kept"].sum()) if "outside_kept" in d else 0))
+    return out / "heldout_draws.parquet"
+
+
+def card_checkpoint_eval(model, tok, name:str, out:Path, runs:Path, ex, eval_kw:dict|None=None, valid=None)->dict:
+    "Held-out draws of the adapter now in `model`, weighed with the card prior (out/heldout) and, the same draws, with T = 1 (out/heldout_t1)."
+    import pandas as pd
+    from proposal_nb.lm.densities import DecodingConfig
+    from proposal_nb.lm.rollouts import adapter_state, evaluation_draws, prior_logps, prior_table
+    from proposal_nb.programs.potentials import make_potential
+    kw = dict(R=EVAL["R"], M=EVAL["M"], seed=EVAL["seed"], max_new_tokens=SHARED["max_new_tokens"], batch_size=EVAL["batch_size"],
+              limit=None) | (eval_kw or {})
+    refs = {k: runs / k / "heldout_draws.parquet" for k in ("base_card", "base")}
+    for k, f in refs.items():
+        if not f.exists(): raise SystemExit(f"{f} is missing: run `{'base-card' if k == 'base_card' else 'base'}` first")
+    t0, state = time.time(), {k: v.clone() for k, v in adapter_state(model).items()}
+    d = evaluation_draws(model, tok, _card_tasks("heldout", kw["limit"]), name, state, kw["R"], kw["M"], valid or make_potential("no_error", ex),
+                         make_potential("correctness", ex), seed=kw["seed"], max_new_tokens=kw["max_new_tokens"], batch_size=kw["batch_size"],
+                         progress=False, keep_tokens=True, engine="auto", prior=card_config())
+    t1 = d.drop(columns=["outside_kept"]).assign(logp=prior_logps(model, d, DecodingConfig()))
+    for sub, draws, base in (("heldout", d, refs["base_card"]), ("heldout_t1", t1, refs["base"])):
+        (out / sub).mkdir(parents=True, exist_ok=True)
+        draws.drop(columns=["prompt_ids", "token_ids"]).to_parquet(out / sub / f"{name}_draws.parquet")
+        prior_table(model, pd.read_parquet(base), name, state).to_parquet(out / sub / f"{name}_prior.parquet")
+    res = dict(checkpoint=name, eval_s=round(time.time() - t0, 1), validity=float(d.valid.mean()), correct=float(d.correct.mean()),
+               zero_weight=float(d.outside_kept.mean()))
+    print(json.dumps(res), flush=True)
+    return res
+
+
+def train_bc_card(arm:str, runs:Path, model_path:str, overrides:dict|None=None, eval_kw:dict|None=None, valid=None)->dict:
+    "Filtered BC (one epoch) on the card rollouts with the arm's batching scheme; then the held-out evaluation under both priors."
+    import pandas as pd
+    from proposal_nb.lm.training import OfflineConfig, train_offline
+    from proposal_nb.programs.sandbox import Executor
+    if arm not in OFFLINE_CARD: raise SystemExit(f"unknown card arm {arm!r}; arms: {', '.join(OFFLINE_CARD)}")
+    src = runs / "rollouts_card" / "card.parquet"
+    if not src.exists(): raise SystemExit(f"{src} is missing: `rollouts-card` has not finished all its chunks")
+    t0, out = time.time(), runs / arm
+    samples = pd.read_parquet(src)
+    peft, tok = _card_model(model_path, SHARED["seed"])
+    cfg = OfflineConfig(**(dict(epochs=1, batch_size=8, lr=SHARED["lr"], grad_clip=SHARED["grad_clip"], cap=SHARED["max_new_tokens"],
+                                scheme=OFFLINE_CARD[arm][0], seed=SHARED["seed"]) | (overrides or {})))
+    log = train_offline(peft, samples, cfg, out, progress=True)
+    t_train = time.time() - t0
+    with Executor() as ex: ev = card_checkpoint_eval(peft, tok, f"step-{len(log)}", out, runs, ex, eval_kw, valid)
+    return _ledger(out, dict(arm=arm, steps=len(log), valid_rollouts=int((samples.valid > 0).sum()), samples=len(samples),
+                             draws_per_prompt=int(samples.groupby("prompt_id").size().min()), wall_s=round(time.time() - t0, 1),
+                             train_s=round(t_train, 1), eval_s=ev["eval_s"], zero_weight=ev["zero_weight"], overrides=overrides or {}))
+
+
+def report_card_arms(runs:Path, out:Path, n_boot:int=2000)->Path:
+    "campaign_card_eval: base_card, the card arms under the card prior, base and the control under T = 1; the pre-registered pairs."
+    import pandas as pd
+    from proposal_nb.analysis.evaluation import evaluation_tables, write_evaluation
+    from proposal_nb.analysis.report_card import report_card
+    from proposal_nb.results import checkpoint_parts, write_json, write_table
+    own = lambda a: pd.read_parquet(runs / a / "heldout_draws.parquet").drop(columns=["prompt_ids", "token_ids"]).assign(arm=a, checkpoint=a)
+    draws, prior, pairs = [own("base_card"), own("base")], [], []
+    prior += [d.assign(logq=d.logp) for d in draws]
+    for arm in [a for a in OFFLINE_CARD if (runs / a / "heldout").is_dir()]:
+        for sub, name, ref in (("heldout", arm, "base_card"), ("heldout_t1", CARD_CONTROL[0], "base")):
+            fs = sorted((runs / arm / sub).glob("step-*_draws.parquet"), key=lambda f: checkpoint_parts(f.name.split("_")[0])[1])
+            for f in fs:
+                ck = f"{name}-{f.name.split('_')[0]}"
+                draws.append(pd.read_parquet(f).assign(arm=name, checkpoint=ck))
+                prior.append(pd.read_parquet(f.with_name(f.name.replace("_draws", "_prior"))).assign(checkpoint=ck))
+                pairs.append((ref, ck))
+        if (runs / arm / "log.parquet").exists():
+            d = out / f"campaign_{arm}"
+            write_table(d, "log", pd.read_parquet(runs / arm / "log.parquet"))
+            jobs = [json.loads(l) for l in (runs / arm / "ledger.jsonl").read_text().splitlines()] if (runs / arm / "ledger.jsonl").exists() else []
+            write_json(d, "config", dict(kind="train", arm=arm, what=OFFLINE_CARD[arm][1], sampler=CARD, training=json.loads((runs / arm / "config.json").read_text()),
+                                         split=SPLIT, jobs=jobs, gpu_minutes=round(sum(j["wall_s"] for j in jobs) / 60, 2)))
+    cat = lambda ts: pd.concat(ts, ignore_index=True).assign(split="heldout")
+    draws, prior = cat(draws), cat(prior)
+    names = list(dict.fromkeys(draws.checkpoint))
+    ev = evaluation_tables(draws, checkpoints=names, n_boot=n_boot)
+    e = out / "campaign_card_eval"
+    write_evaluation(e, ev); write_table(e, "draws", draws); write_table(e, "prior", prior)
+    card = report_card(draws, prior, split="heldout", n_boot=n_boot, checkpoints=names)
+    write_table(e, "report_card", ev.summary[["checkpoint", "arm", "step"]].drop_duplicates().merge(card.table, on="checkpoint"))
+    key = ev.paired.set_index(["a", "b"]).loc[pairs].reset_index() if pairs else ev.paired.iloc[:0]
+    zero = draws.groupby("checkpoint").apply(lambda g: float((g.logp == -float("inf")).mean()), include_groups=False).rename("zero_weight_share")
+    key = key[key.metric.isin(["wacc", "pass1", "validity", "wacc_reject"])].merge(zero, left_on="b", right_index=True, how="left")
+    flat = {f"{r.metric} {r.b} - {r.a}{sfx}": float(v) for r in key.itertuples() for sfx, v in (("", r.diff), (" lo", r.lo), (" hi", r.hi))}
+    write_json(e, "summary", flat | {f"zero_weight_share {k}": float(v) for k, v in zero.items()})   # the pre-registered pairs, flat
+    ledgers = {a.name: [json.loads(l) for l in (a / "ledger.jsonl").read_text().splitlines()]
+               for a in sorted(runs.iterdir()) if (a / "ledger.jsonl").exists()}
+    write_json(e, "config", dict(kind="evaluate", model="embedded:SmolLM2-135M-Instruct", split=SPLIT, eval=EVAL, card=card_plan(),
+                                 pairs=[list(p) for p in pairs], gpu_minutes={a: round(sum(j["wall_s"] for j in js) / 60, 2) for a, js in ledgers.items()}))
+    print(key[key.metric == "wacc"].round(3).to_string(index=False))
+    return e
+
+
+def plan_card(out:Path)->dict:
+    "Write campaign_card.json: the card arms' design, fixed before they run."
+    out.mkdir(parents=True, exist_ok=True)
+    doc = dict(written=datetime.now(timezone.utc).isoformat(timespec="seconds"), commit=_commit(), **card_plan())
+    (out / "campaign_card.json").write_text(json.dumps(doc, indent=1)); print(json.dumps(doc, indent=1))
+    return doc
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("cmd", choices=["plan", "base", "train", "rollouts", "train-bc", "pack", "unpack", "chain-check", "report", "_train_small", "calibration-plan"])
+    ap.add_argument("cmd", choices=["plan", "base", "train", "rollouts", "train-bc", "pack", "unpack", "chain-check", "report", "_train_small", "calibration-plan",
+                                     "plan-card", "rollouts-card", "base-card", "report-card"])
     ap.add_argument("--no-eval", action="store_true", help="train: skip the held-out evaluation at checkpoints")
+    ap.add_argument("--close", action="store_true", help="rollouts-card: no new chunk; card.parquet from the chunks made (device time ran out)")
     ap.add_argument("args", nargs="*")
     ap.add_argument("--deadline-s", type=float, default=480); ap.add_argument("--gguf", default="")
     ap.add_argument("--model", default=""); ap.add_argument("--steps", type=int, default=6)
@@ -404,6 +635,11 @@ def main(argv=None):
     over = {k: _cast(SHARED.get(k), v) for k, v in (x.split("=", 1) for x in a.set)}
     if a.cmd == "plan": return plan(Path(a.args[0]))
     if a.cmd == "calibration-plan": return calibration_plan(Path(a.args[0]))
+    if a.cmd == "plan-card": return plan_card(Path(a.args[0]))
+    if a.cmd == "rollouts-card": return rollouts_card(Path(a.args[0]), _model_path(a), a.deadline_s, close=a.close)
+    if a.cmd == "base-card": return base_prior_eval(Path(a.args[0]), _model_path(a))
+    if a.cmd == "report-card": return report_card_arms(Path(a.args[0]), Path(a.args[1]))
+    if a.cmd == "train-bc" and a.args and a.args[0] in OFFLINE_CARD: return train_bc_card(a.args[0], Path(a.args[1]), _model_path(a), over)
     if a.cmd == "report": return report(Path(a.args[0]), Path(a.args[1]))
     if a.cmd == "pack": return pack(Path(a.args[0]), Path(a.args[1]))
     if a.cmd == "unpack": return unpack(Path(a.args[0]), Path(a.args[1]))
