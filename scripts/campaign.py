@@ -111,7 +111,8 @@ def open_run(arm:str, run_dir:Path, model_path:str, config=None):
     return OnlineRun(peft, tok, train, make_potential("no_error", ex), cfg, run_dir, base_path=model_path), ex
 
 
-EVAL = dict(R=4, M=10, seed=7, batch_size=160)  # held-out draws per prompt and checkpoint: R x M = 40 (PSIS k-hat defined)
+EVAL = dict(R=4, M=10, seed=7, batch_size=160)
+PASS_KS = (1, 2, 5, 10, 20, 40)  # pass@k budgets of the held-out report: up to R x M  # held-out draws per prompt and checkpoint: R x M = 40 (PSIS k-hat defined)
 
 
 def heldout_draws(model, tok, name:str, state, ex, keep_tokens:bool=False):
@@ -305,6 +306,31 @@ def heldout_tables(runs:Path):
     return cat(draws), cat(prior)
 
 
+def gpu_minutes(ledgers:dict)->dict:
+    """Each arm's GPU minutes: wall-clock (the sum of its jobs) and attributed (each job's seconds divided by the number of
+    jobs that shared its GPU at that moment, integrated over time: arms trained side by side on one GPU split its cost).
+    A job's interval is [date - wall_s, date]; jobs on one GPU are those whose `gpu` names match (one GPU per job here)."""
+    from datetime import datetime as dt
+    jobs = [(a, dt.fromisoformat(j["date"]).timestamp() - j["wall_s"], dt.fromisoformat(j["date"]).timestamp(), j.get("gpu"))
+            for a, js in ledgers.items() for j in js]
+    cuts = sorted({t for _, s, e, _ in jobs for t in (s, e)})
+    share = {a: 0.0 for a in ledgers}
+    for lo, hi in zip(cuts, cuts[1:]):
+        live = [(a, g) for a, s, e, g in jobs if s <= lo and e >= hi]
+        for a, g in live: share[a] += (hi - lo) / sum(1 for _, g2 in live if g2 == g)
+    return {a: dict(wall=round(sum(j["wall_s"] for j in js) / 60, 2), attributed=round(share[a] / 60, 2)) for a, js in ledgers.items()}
+
+
+def provenance(ledgers:dict, runs_note:str="")->dict:
+    "machine, date, commit and command of a campaign folder, read from the jobs' ledgers."
+    jobs = [j for js in ledgers.values() for j in js]
+    return dict(machine=f"{sorted({j.get('gpu') for j in jobs} - {None})} (nvidia-h200 device, bf16; arms side by side on one GPU)",
+                date=max(j["date"] for j in jobs), commit=sorted({str(j.get("commit")) for j in jobs}),
+                command="bash scripts/campaign_job.sh BUDGET_S ARM [ARM ...] (chained jobs, runs resumed from /tmp/runs or packed parts); "
+                        "then python scripts/campaign.py report RUNS published" + runs_note,
+                user_command="bash scripts/campaign_job.sh 560 iguana msc iguana_kl rb_msc && .venv/bin/python scripts/campaign.py report RUNS published")
+
+
 def report(runs:Path, out:Path, n_boot:int=2000):
     "Write the campaign's results folder through the results contract: one train run per arm and one evaluation."
     import pandas as pd
@@ -314,24 +340,28 @@ def report(runs:Path, out:Path, n_boot:int=2000):
     plan_doc = json.loads((runs / "campaign.json").read_text()) if (runs / "campaign.json").exists() else {}
     ledgers = {a.name: [json.loads(l) for l in (a / "ledger.jsonl").read_text().splitlines()]
                for a in sorted(runs.iterdir()) if (a / "ledger.jsonl").exists()}
+    minutes = gpu_minutes(ledgers)
     for arm in [a for a in [*ARMS, *OFFLINE] if (runs / a / "log.parquet").exists()]:
         d = out / f"campaign_{arm}"
         write_table(d, "log", pd.read_parquet(runs / arm / "log.parquet"))
         if (runs / arm / "draws.parquet").exists(): write_table(d, "draws", pd.read_parquet(runs / arm / "draws.parquet"))
         cfg = json.loads((runs / arm / "config.json").read_text())
         what = ARMS[arm][1] if arm in ARMS else OFFLINE[arm][1]
+        steps = cfg.get("loop", {}).get("steps")
+        reached = max((j.get("end_step", j.get("steps", 0)) for j in ledgers.get(arm, [])), default=0)
         write_json(d, "config", dict(kind="train", arm=arm, what=what, training=cfg, split=SPLIT, jobs=ledgers.get(arm, []),
-                                     gpu_minutes=round(sum(j["wall_s"] for j in ledgers.get(arm, [])) / 60, 2)))
+                                     status="complete" if arm in OFFLINE or reached == steps else f"PARTIAL: step {reached} of {steps}",
+                                     gpu_minutes=minutes[arm], **provenance({arm: ledgers.get(arm, [])})))
     draws, prior = heldout_tables(runs)
     names = list(dict.fromkeys(draws.checkpoint))
-    ev = evaluation_tables(draws, checkpoints=names, n_boot=n_boot)
+    ev = evaluation_tables(draws, checkpoints=names, ks=PASS_KS, n_boot=n_boot)   # pass@k up to R x M = 40
     e = out / "campaign_eval"
     write_evaluation(e, ev)
     write_table(e, "draws", draws); write_table(e, "prior", prior)
     card = report_card(draws, prior, split="heldout", n_boot=n_boot, checkpoints=names)
     write_table(e, "report_card", ev.summary[["checkpoint", "arm", "step"]].drop_duplicates().merge(card.table, on="checkpoint"))
     write_json(e, "config", dict(kind="evaluate", model="embedded:SmolLM2-135M-Instruct", split=SPLIT, eval=EVAL, campaign=plan_doc,
-                                 gpu_minutes={a: round(sum(j["wall_s"] for j in js) / 60, 2) for a, js in ledgers.items()}))
+                                 gpu_minutes=minutes, checkpoints=names, **provenance(ledgers)))
     print(ev.summary[ev.summary.metric.isin(["validity", "pass1", "wacc"])].pivot(index="checkpoint", columns="metric", values="estimate").round(3))
     return e
 

@@ -17,6 +17,7 @@ if [ ! -f /tmp/m/smollm2.gguf ]; then
 fi
 [ -d /tmp/site/gguf ] || python3 -m pip install -q --no-index --no-deps --target /tmp/site .devmodel/b/gguf-*.whl 2>&1 | tail -1
 export PYTHONPATH=/tmp/site:$PWD/.campaign/src
+[ -d .campaign/src/data ] || cp -r data .campaign/src/   # the embedded tasks: the snapshot holds the package only
 C="python3 .campaign/src/campaign.py"; R=/tmp/runs; mkdir -p $R
 if [ -n "$RESUME" ]; then cat $RESUME/runs.tgz.* > /tmp/resume.tar.gz && tar -xzf /tmp/resume.tar.gz -C $R && echo "resumed: $(ls $R)"; fi
 [ -d /tmp/cache/smollm2-135m-instruct-fp32 ] || python3 -c "from proposal_nb.lm.models import embedded_model_path as e; print(e(gguf='/tmp/m/smollm2.gguf'))"
