@@ -126,9 +126,11 @@ class FastSampler:
                  graph:bool|None=None, # capture the decode step; None: on CUDA only
                  compile:bool|dict=False, # torch.compile the decode layer (a dict: its keyword arguments)
                  stop:StopRule|None=None, # eos / fence tables; None: fixed length unless `sample` names a stop id
+                 config:DecodingConfig=DecodingConfig(), # the distribution drawn (any non-greedy config, e.g. a card sampler's)
                 ):
         why = fast_support(model)
         if why: raise ValueError(why)
+        if config.greedy: raise ValueError(f"{config}: greedy decoding is a point mass with no density to weight; use T > 0")
         self.model = model
         base = model.get_base_model() if hasattr(model, "get_base_model") else model
         c = base.config
@@ -140,6 +142,8 @@ class FastSampler:
         self.graph = dev.type == "cuda" if graph is None else graph
         self.embed, self.norm, self.head = base.get_input_embeddings(), base.model.norm, base.get_output_embeddings()
         self.vocab = self.head.weight.shape[0]
+        self.config = config                               # per-row seen tokens only when a repetition penalty needs them
+        self.seen = torch.zeros(batch, self.vocab, dtype=torch.bool, device=dev) if config.repetition_penalty != 1 else None
         self.layers = list(base.model.layers)
         self.eps = self.layers[0].input_layernorm.variance_epsilon
         self.scale = self.layers[0].self_attn.scaling
@@ -214,8 +218,9 @@ def _prefill(self:FastSampler, prompt:torch.Tensor, rows:slice, start:int):
     return self.head(self.norm(x[:, -1:]))[:, -1].float()
 
 def _choose(self:FastSampler, logits:torch.Tensor):
-    "Keyed Gumbel-max at the set temperature; stopped rows emit padding. Writes token, log-prob, stop state at t."
-    lp = (logits.float() / self.temperature).log_softmax(-1)
+    "Keyed Gumbel-max over the config's log-probs (or the set temperature); stopped rows emit padding. Writes token, log-prob, stop state at t."
+    if self.config.is_plain: lp = (logits.float() / self.temperature).log_softmax(-1)
+    else: lp = self.config.logprobs(logits, self.seen)                  # the serving order; −inf outside the kept set
     tok = (lp + keyed_gumbel(self.h, self.t, lp.shape[-1])).argmax(-1)
     tok = torch.where(self.done, torch.full_like(tok, self.pad_id), tok)
     tlp = lp.gather(-1, tok[:, None])[:, 0]
@@ -224,6 +229,7 @@ def _choose(self:FastSampler, logits:torch.Tensor):
         self.length.copy_(torch.where(stop, self.t + 1, self.length)); self.done |= stop
     self.out.index_copy_(1, self.t, tok[:, None]); self.lp.index_copy_(1, self.t, tlp[:, None])
     self.tok.copy_(tok)
+    if self.seen is not None: self.seen.scatter_(1, tok[:, None], True)
 
 def _step(self:FastSampler):
     "Decode one token for all rows (graph-capturable: no host sync)."
@@ -240,13 +246,14 @@ def _capture(self:FastSampler):
     "Capture one decode step as a CUDA graph (after a few warm-up steps on a side stream)."
     s = torch.cuda.Stream(self.device)
     s.wait_stream(torch.cuda.current_stream(self.device))
-    saved = [x.clone() for x in (self.pos, self.t, self.done, self.count, self.run, self.length, self.tok)]
+    state = (self.pos, self.t, self.done, self.count, self.run, self.length, self.tok) + (() if self.seen is None else (self.seen,))
+    saved = [x.clone() for x in state]
     with torch.cuda.stream(s):
         for _ in range(3): self._step()
     torch.cuda.current_stream(self.device).wait_stream(s)
     self._cuda_graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(self._cuda_graph): self._step()
-    for x, v in zip((self.pos, self.t, self.done, self.count, self.run, self.length, self.tok), saved): x.copy_(v)
+    for x, v in zip(state, saved): x.copy_(v)
 
 FastSampler._prefill, FastSampler._choose, FastSampler._step, FastSampler._capture = _prefill, _choose, _step, _capture
 
@@ -277,7 +284,9 @@ def _draw(self:FastSampler, prompts:Sequence[Sequence[int]], # token ids of each
     if min(lens) < 1: raise ValueError(f"prompt {lens.index(min(lens))} is empty")
     if end + new_tokens > self.max_len: raise ValueError(f"a prompt of {end} + {new_tokens} new tokens exceeds max_len={self.max_len}")
     dev = self.device
+    if temperature != 1 and not self.config.is_plain: raise ValueError(f"temperature={temperature} on top of {self.config}: set the temperature in the config")
     self.temperature.fill_(temperature)
+    if self.seen is not None: self.seen.zero_()
     for x in (self.count, self.run, self.start, self.plen): x.zero_()
     self.length.fill_(new_tokens); self.done.fill_(True); self.done[:R] = False
     h = torch.zeros(self.B, dtype=torch.int32); h[:R] = key_hash(keys)
@@ -287,6 +296,7 @@ def _draw(self:FastSampler, prompts:Sequence[Sequence[int]], # token ids of each
         rows = slice(sum(counts[:j]), sum(counts[:j + 1]))
         first[rows] = self._prefill(torch.as_tensor(p, dtype=torch.long, device=dev), rows, end - len(p))
         self.start[rows] = end - len(p); self.plen[rows] = len(p)
+        if self.seen is not None: self.seen[rows].index_fill_(1, torch.as_tensor(p, dtype=torch.long, device=dev), True)
     self.start[R:] = end                                          # idle rows attend to their own tokens only
     self.plen[R:] = 1
     self.t.zero_(); self.pos.fill_(end)
@@ -357,17 +367,16 @@ class FastEngine:
                  stop_at_fence:bool=True, # stop at the closing code fence
                  compile:bool|dict=False, # compile the decode layer
                  graph:bool|None=None, # capture CUDA graphs (None: on CUDA)
-                 config:DecodingConfig=DecodingConfig(), # the proposal's decoding config: must be T = 1, untruncated
+                 config:DecodingConfig=DecodingConfig(), # the decoding config drawn from (a proposal's is T = 1, untruncated)
                  nucleus_of:DecodingConfig|None=None): # a nucleus-masked proposal: not supported here
         if nucleus_of is not None: raise ValueError("the fast engine does not sample a nucleus-masked proposal: use engine='hf'")
-        if not config.is_plain: raise ValueError(f"the fast engine samples the model's own distribution (T = 1, no truncation), not {config}: use engine='hf'")
         self.tok, self.max_new_tokens, self.fence = tokenizer, max_new_tokens, stop_at_fence
         self.eos = {tokenizer.eos_token_id} | set(_as_set(getattr(getattr(model, "generation_config", None), "eos_token_id", None)))
         self.piece = TokenText(tokenizer)
         V = (model.get_base_model() if hasattr(model, "get_base_model") else model).get_output_embeddings().weight.shape[0]
         dev = next(model.parameters()).device
         self.sampler = FastSampler(model, rows, max_prompt_len + max_new_tokens, graph=graph, compile=compile,
-                                   stop=stop_rule(tokenizer, self.eos, V, stop_at_fence, dev))
+                                   stop=stop_rule(tokenizer, self.eos, V, stop_at_fence, dev), config=config)
         self.sampler.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
 
     def generate(self, prompt_ids:Sequence[Sequence[int]], # token ids of each prompt
@@ -455,7 +464,7 @@ def pick_engine(model, # the model to sample
                 base_path:str|Path|None=None, # the base model's folder (vLLM needs one)
                )->str: # 'fast', 'vllm' or 'hf'
     "The fastest engine that can run `model` here: fast on GPUs, else vLLM when installed, else fast, else hf."
-    fast = fast_support(model) is None and config.is_plain and not nucleus
+    fast = fast_support(model) is None and not config.greedy and not nucleus
     if fast and next(model.parameters()).device.type == "cuda": return "fast"
     if importlib.util.find_spec("vllm") is not None and base_path is not None and not nucleus: return "vllm"
     return "fast" if fast else "hf"
