@@ -552,7 +552,7 @@ def base_prior_eval(runs:Path, model_path:str, name:str="base_card", prior=None,
 
 
 def card_checkpoint_eval(model, tok, name:str, out:Path, runs:Path, ex, eval_kw:dict|None=None, valid=None)->dict:
-    "Held-out draws of the adapter now in `model`, weighed with the card prior (out/heldout) and, the same draws, with T = 1 (out/heldout_t1)."
+    "Held-out draws of the adapter now in `model`, weighed with the card prior (heldout/NAME_*) and, the same draws, with T = 1 (heldout/t1-NAME_*)."
     import pandas as pd
     from proposal_nb.lm.densities import DecodingConfig
     from proposal_nb.lm.rollouts import adapter_state, evaluation_draws, prior_logps, prior_table
@@ -567,10 +567,10 @@ def card_checkpoint_eval(model, tok, name:str, out:Path, runs:Path, ex, eval_kw:
                          make_potential("correctness", ex), seed=kw["seed"], max_new_tokens=kw["max_new_tokens"], batch_size=kw["batch_size"],
                          progress=False, keep_tokens=True, engine="auto", prior=card_config())
     t1 = d.drop(columns=["outside_kept"]).assign(logp=prior_logps(model, d, DecodingConfig()))
-    for sub, draws, base in (("heldout", d, refs["base_card"]), ("heldout_t1", t1, refs["base"])):
-        (out / sub).mkdir(parents=True, exist_ok=True)
-        draws.drop(columns=["prompt_ids", "token_ids"]).to_parquet(out / sub / f"{name}_draws.parquet")
-        prior_table(model, pd.read_parquet(base), name, state).to_parquet(out / sub / f"{name}_prior.parquet")
+    (out / "heldout").mkdir(parents=True, exist_ok=True)   # one folder, so that `pack` carries both
+    for pre, draws, base in (("", d, refs["base_card"]), ("t1-", t1, refs["base"])):
+        draws.drop(columns=["prompt_ids", "token_ids"]).to_parquet(out / "heldout" / f"{pre}{name}_draws.parquet")
+        prior_table(model, pd.read_parquet(base), name, state).to_parquet(out / "heldout" / f"{pre}{name}_prior.parquet")
     res = dict(checkpoint=name, eval_s=round(time.time() - t0, 1), validity=float(d.valid.mean()), correct=float(d.correct.mean()),
                zero_weight=float(d.outside_kept.mean()))
     print(json.dumps(res), flush=True)
@@ -608,10 +608,10 @@ def report_card_arms(runs:Path, out:Path, n_boot:int=2000)->Path:
     draws, prior, pairs = [own("base_card"), own("base")], [], []
     prior += [d.assign(logq=d.logp) for d in draws]
     for arm in [a for a in OFFLINE_CARD if (runs / a / "heldout").is_dir()]:
-        for sub, name, ref in (("heldout", arm, "base_card"), ("heldout_t1", CARD_CONTROL[0], "base")):
-            fs = sorted((runs / arm / sub).glob("step-*_draws.parquet"), key=lambda f: checkpoint_parts(f.name.split("_")[0])[1])
+        for pre, name, ref in (("", arm, "base_card"), ("t1-", CARD_CONTROL[0], "base")):
+            fs = sorted((runs / arm / "heldout").glob(f"{pre}step-*_draws.parquet"), key=lambda f: checkpoint_parts(f.name[len(pre):].split("_")[0])[1])
             for f in fs:
-                ck = f"{name}-{f.name.split('_')[0]}"
+                ck = f"{name}-{f.name[len(pre):].split('_')[0]}"
                 draws.append(pd.read_parquet(f).assign(arm=name, checkpoint=ck))
                 prior.append(pd.read_parquet(f.with_name(f.name.replace("_draws", "_prior"))).assign(checkpoint=ck))
                 pairs.append((ref, ck))

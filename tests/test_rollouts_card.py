@@ -88,9 +88,13 @@ def test_card_path_end_to_end(tmp_path, tiny_path):
     n_acc = int((roll.valid > 0).sum())
     assert job["steps"] == -(-n_acc // 2) and job["valid_rollouts"] == n_acc and job["draws_per_prompt"] == 4
     assert (runs / "bc_card" / "adapter").is_dir()
+    C.pack(runs / "bc_card", tmp_path / "bc_card.tar.gz")                      # what travels between jobs carries both priors' tables
+    import tarfile
+    names = tarfile.open(tmp_path / "bc_card.tar.gz").getnames()
+    assert {f"bc_card/heldout/{p}step-{job['steps']}_{k}.parquet" for p in ("", "t1-") for k in ("draws", "prior")} <= set(names)
     name = f"step-{job['steps']}"
     dc = pd.read_parquet(runs / "bc_card" / "heldout" / f"{name}_draws.parquet")
-    d1 = pd.read_parquet(runs / "bc_card" / "heldout_t1" / f"{name}_draws.parquet")
+    d1 = pd.read_parquet(runs / "bc_card" / "heldout" / f"t1-{name}_draws.parquet")
     assert dc.text_hash.tolist() == d1.text_hash.tolist() and np.allclose(dc.logq, d1.logq)    # identical proposal draws
     assert np.isfinite(d1.logp).all() and (np.isinf(dc.logp) == (dc.outside_kept == 1)).all()
     # exactly the draws with a token outside the card's kept set (top-k, then top-p; checked by hand) weigh 0 under the card prior
