@@ -11,7 +11,7 @@ from .evaluation import bootstrap_counts, bootstrap_means, percentile_ci
 
 # %% auto #0
 __all__ = ['Z_BIN_EDGES', 'Z_BIN_LABELS', 'z_bin', 'with_zbin', 'bin_summary', 'group_means', 'bin_trajectories', 'up_down',
-           'tag_table', 'plot_z_hist', 'plot_bin_trajectories', 'plot_up_down']
+           'null_moves', 'tag_table', 'plot_z_hist', 'plot_bin_trajectories', 'plot_up_down']
 
 # %% ../../nbs/31_zbins.ipynb #c005
 Z_BIN_EDGES = (0.0, 0.1, 0.3, 0.6)                                  # upper edges of the bins below Z > .6
@@ -94,13 +94,33 @@ def up_down(per_prompt:pd.DataFrame, # one row per prompt x checkpoint with the 
     for c in (a, b):
         if c not in wide.columns: raise ValueError(f"no checkpoint {c!r} in per_prompt; have {list(wide.columns)}")
     d = pd.DataFrame({"a": wide[a], "b": wide[b]})
-    d["diff"] = d.b - d.a
+    d["diff"] = (d.b - d.a).round(12)                 # rates of n draws: k/n − j/n = 0.2 must not become 0.2000000000000001
     d["move"] = np.select([d["diff"] > threshold, d["diff"] < -threshold], ["up", "down"], "flat")
     d = d.join(rates.set_index("prompt_id")["zbin"]).reset_index()
     counts = pd.crosstab(d.zbin, d.move).reindex(columns=["up", "flat", "down"], fill_value=0)
     counts = counts.reindex(list(Z_BIN_LABELS), fill_value=0)
     counts.loc["all"] = counts.sum()
     return d, counts.reset_index().rename(columns=dict(index="zbin"))
+
+# %% ../../nbs/31_zbins.ipynb #c018b
+def null_moves(n_a, # [P] draws behind each prompt's rate at a
+               n_b, # [P] draws behind it at b
+               p, # [P] each prompt's rate, the same at a and b
+               threshold:float=0.2, # |b - a| above it counts as a move (as in up_down)
+              )->tuple[np.ndarray, np.ndarray]: # P(up), P(down) per prompt
+    "Exact probability that a prompt whose rate did not change is counted up / down by up_down (binomial rates)."
+    from scipy.stats import binom
+    n_a, n_b, p = (np.atleast_1d(np.asarray(x, float)) for x in np.broadcast_arrays(n_a, n_b, p))
+    bad = ~((n_a >= 1) & (n_b >= 1) & (n_a == np.round(n_a)) & (n_b == np.round(n_b)) & (p >= 0) & (p <= 1))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0]); raise ValueError(f"prompt {i}: needs whole n_a, n_b >= 1 and p in [0, 1]; got {n_a[i]}, {n_b[i]}, {p[i]}")
+    up, down = np.zeros(len(p)), np.zeros(len(p))
+    for i, (na, nb, q) in enumerate(zip(n_a.astype(int), n_b.astype(int), p)):
+        ka, kb = np.arange(na + 1), np.arange(nb + 1)
+        joint = np.outer(binom.pmf(ka, na, q), binom.pmf(kb, nb, q))           # [a, b]
+        diff = (kb[None, :] / nb - ka[:, None] / na).round(12)
+        up[i], down[i] = joint[diff > threshold].sum(), joint[diff < -threshold].sum()
+    return up, down
 
 # %% ../../nbs/31_zbins.ipynb #c022
 def tag_table(per_prompt:pd.DataFrame, # Evaluation.per_prompt with tag columns (split, library, difficulty)
