@@ -1,6 +1,6 @@
 """Issue 22's clip probes on the 64-prompt enumerable task of nbs/18_many_prompts: IGUANA arms with a chosen relative clip c
 (and optionally the clip floor of 12_iguana: level max(c·Ẑ, floor)) against that notebook's DPG-style per-context arm, on a
-learning-rate grid, seeds and budgets (8 prompts x 8 draws per step). Writes the KL tables, the median Ẑ/Z per Z bin, the
+learning-rate grid, seeds and budgets (8 prompts x 8 draws per step). Writes the KL tables (also per seed), the median Ẑ/Z per Z bin, the
 share of valid draws the clip cut per Z bin, config.json (machine, date, commit, command) and, with one IGUANA arm and
 the DPG arm, verdict.json: issue 22's pass criteria (see `verdict`).
 
@@ -42,6 +42,7 @@ def verdict(table, ratios, budgets:tuple, calib_at:int=32_000, lo:float=0.8, hi:
             i, d = b.loc[(iguana, n)], b.loc[(dpg, n)]
             out[f"KL {what} at {n}"] = dict(iguana=round(float(i[col]), 4), iguana_lr=float(i.lr), dpg=round(float(d[col]), 4),
                                              dpg_lr=float(d.lr), passed=bool(i[col] <= d[col]))
+    calib_at = calib_at if calib_at in budgets else min(budgets)                 # small smoke runs: the first budget
     r = ratios.loc[(iguana, calib_at)]
     out[f"median Zhat/Z per Z bin at {calib_at}"] = dict(values={str(k): round(float(v), 3) for k, v in r.items()},
                                                           passed=bool(((r >= lo) & (r <= hi)).all()))
@@ -68,6 +69,8 @@ def main():
                      RunConfig(budgets=budgets), workers=a.workers, progress=False)
     t = kl_table(E)
     t.to_csv(out / "kl_table.csv", index=False); best_lr(t).to_csv(out / "best_lr.csv", index=False)
+    hard = E.assign(kl_hard=E.kl.where(E.Z <= 0.02))                              # per seed, for paired comparisons
+    hard.groupby(["arm", "lr", "samples", "seed"])[["kl", "kl_hard", "acceptance"]].mean().reset_index().to_csv(out / "per_seed.csv", index=False)
     ratio_table(E).reset_index().to_csv(out / "zhat_over_z.csv", index=False)
     clip_table(V, windows).reset_index().to_csv(out / "clip_share.csv", index=False)
     cfg = dict(kind="benchmark", description=__doc__.split("\n\n")[0],
