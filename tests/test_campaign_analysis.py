@@ -1,0 +1,103 @@
+"""scripts/campaign_analysis.py: the GPU-time attribution of shared jobs, break-even on a table computed by hand, training windows,
+up/down with its no-change expectation, and the published folders checked against the tables they were built from."""
+import importlib.util, json
+from pathlib import Path
+import numpy as np, pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+spec = importlib.util.spec_from_file_location("campaign_analysis", ROOT / "scripts" / "campaign_analysis.py")
+ca = importlib.util.module_from_spec(spec); spec.loader.exec_module(ca)
+PUB = ROOT / "published"
+
+
+def job(start, end, wall, date, gpu="H200"):
+    return dict(start_step=start, end_step=end, wall_s=wall, date=f"2026-12-01T{date}+00:00", gpu=gpu)
+
+
+def test_job_shares_split_a_shared_gpu_exactly():
+    # x: two jobs of 100 s; y: one job of 100 s that overlaps x's first job completely -> x#0 and y share 1/2, x#1 runs alone
+    cfg = {"x": dict(jobs=[job(0, 10, 100, "03:01:40"), job(10, 20, 100, "03:03:20")]), "y": dict(jobs=[job(0, 5, 100, "03:01:40")])}
+    s = ca.job_shares(cfg).set_index(["arm", "job"])
+    # campaign.gpu_minutes rounds to 0.01 minute (0.3 s at most): shares of 100-s jobs are exact to 0.003
+    assert s.loc[("x", 0), "share"] == pytest.approx(0.5, abs=0.003) and s.loc[("y", 0), "share"] == pytest.approx(0.5, abs=0.003)
+    assert s.loc[("x", 1), "share"] == pytest.approx(1.0, abs=0.003)
+    assert s.attributed_s.sum() == pytest.approx(200.0, abs=0.9)                      # the GPU was busy 200 s: 100 shared + 100 alone
+
+
+def test_job_shares_of_the_published_arms_add_up_to_their_attributed_minutes():
+    # the published totals also split time with the base arm's 0.86-minute job, whose ledger is not published: <= 0.1 min apart
+    arms = [a for a in ("iguana", "msc", "iguana_kl", "rb_msc") if (PUB / f"campaign_{a}" / "config.json").exists()]
+    if not arms: pytest.skip("no published campaign arms")
+    cfg = {a: json.loads((PUB / f"campaign_{a}" / "config.json").read_text()) for a in arms}
+    s = ca.job_shares(cfg)
+    for a in arms:
+        assert abs(s[s.arm == a].attributed_s.sum() / 60 - cfg[a]["gpu_minutes"]["attributed"]) <= 0.1, a
+
+
+def test_attributed_log_scales_device_stages_by_the_job_that_ran_each_step():
+    log = pd.DataFrame(dict(step=[1, 2, 3, 4], n_samples=10, t_generation=4.0, t_potential=2.0, t_scoring=1.0, t_update=8.0))
+    shares = pd.DataFrame(dict(arm="x", job=[0, 1], start_step=[0, 2], end_step=[2, 4], share=[0.25, 0.5]))
+    a = ca.attributed_log(log, shares)
+    assert a.t_generation.tolist() == [1.0, 1.0, 2.0, 2.0] and a.t_update.tolist() == [2.0, 2.0, 4.0, 4.0]
+    assert a.t_potential.tolist() == [2.0] * 4                                  # the checker runs on the CPU: as measured
+    with pytest.raises(ValueError, match="log step 5"):
+        ca.attributed_log(pd.concat([log, log.tail(1).assign(step=5)]), shares)
+
+
+def fake_campaign(tmp:Path)->Path:
+    "campaign_eval + campaign_x whose break-even is computable by hand (see the test below)."
+    from proposal_nb.results import write_json, write_table
+    rows = [dict(prompt_id=p, checkpoint="base", run=0, draw=i, valid=float(i < 20), correct=float(i < 20 and p == "a"))
+            for p in ("a", "b") for i in range(40)]
+    write_table(tmp / "campaign_eval", "draws", pd.DataFrame(rows))
+    pp = pd.DataFrame(dict(prompt_id=["a", "b"], arm="x", checkpoint="x-step-2", step=2, pass1=[0.625, 0.0]))
+    write_table(tmp / "campaign_eval", "per_prompt", pp)
+    log = pd.DataFrame(dict(step=[1, 2], n_samples=10, t_generation=[4.0, 8.0], t_potential=1.0, t_scoring=2.0, t_update=2.0))
+    write_table(tmp / "campaign_x", "log", log)
+    write_json(tmp / "campaign_x", "config", dict(jobs=[job(0, 1, 100, "03:01:40"), job(1, 2, 100, "03:03:20")]))
+    return tmp
+
+
+def test_breakeven_on_a_table_computed_by_hand(tmp_path):
+    # base: prompt a has Z = 1/2, s = 1; prompt b has Z = 1/2, s = 0 -> macro best-of-K pass@1 = (1 - 2^-K) / 2: 1/4, 3/8, 7/16
+    # trained pass@1 = (0.625 + 0) / 2 = 0.3125 = halfway from K = 1 to K = 2 -> K_eq = 1.5 exactly;
+    # draws D(1) = 1, D(2) = 1 + 1/2 -> D = 1.25; checks C(1) = 0, C(2) = 1 -> C = 0.5
+    # bill: 20 samples = 20 checker calls -> N* = 20 / 0.5 = 40 prompts
+    # one job alone per step -> share 1: seconds per sample gen 12/20, checker 2/20; saving = 0.25 gen + 0.5 checker
+    root = fake_campaign(tmp_path)
+    shares = ca.job_shares({"x": json.loads((root / "campaign_x" / "config.json").read_text())})
+    assert shares.share.tolist() == [1.0, 1.0]
+    be, extra = ca.breakeven_arm("x", root / "campaign_eval", root / "campaign_x", shares, n_boot=200)
+    r = be.per_checkpoint.iloc[0]
+    assert r.k_eq == pytest.approx(1.5) and r.draws == pytest.approx(1.25) and r.checks == pytest.approx(0.5)
+    assert r.nstar_checker_calls == pytest.approx(40.0)
+    gen, pot = 12 / 20, 2 / 20
+    assert r.train_wall_s == pytest.approx(4 + 8 + 2 * (1 + 2 + 2))
+    assert r.nstar_wall_s == pytest.approx(r.train_wall_s / (0.25 * gen + 0.5 * pot))
+    assert r.nstar_gpu_h == pytest.approx((12 + 4 + 4) / (0.25 * gen))          # GPU: generation, scoring, update; serving: generation
+
+
+def test_window_rates_keep_whole_windows_only():
+    d = pd.DataFrame(dict(step=[1, 1, 2, 3, 4, 5], prompt_id=["a", "b", "a", "a", "b", "a"], valid=[1.0, 0.0, 0.0, 1.0, 1.0, 1.0]))
+    w = ca.window_rates(d, window=2)                                          # steps 1-2 and 3-4; step 5 starts a window never finished
+    got = {(r.checkpoint, r.prompt_id): (r.n, r.validity) for r in w.itertuples()}
+    assert got == {("steps 1-2", "a"): (2, 0.5), ("steps 1-2", "b"): (1, 0.0), ("steps 3-4", "a"): (1, 1.0), ("steps 3-4", "b"): (1, 1.0)}
+    assert w.step.tolist() == [2, 2, 4, 4]
+    with pytest.raises(ValueError, match="no whole window"):
+        ca.window_rates(d, window=10)
+
+
+def test_move_counts_add_the_exact_no_change_expectation():
+    from proposal_nb.analysis.zbins import null_moves
+    pp = pd.DataFrame(dict(prompt_id=["a", "b"] * 2, checkpoint=["s0"] * 2 + ["s1"] * 2, validity=[0.5, 0.5, 1.0, 0.5], n=[2, 2, 2, 2]))
+    rates = ca.binned(pd.DataFrame(dict(prompt_id=["a", "b"], Z=[0.5, 0.5], C=[0.0, 0.0])))
+    moves, counts = ca.move_counts(pp, rates, "s0", "s1", "validity")
+    assert moves.set_index("prompt_id").move.to_dict() == dict(a="up", b="flat")
+    up_a, dn_a = null_moves(2, 2, 0.75)                                     # prompt a: pooled rate (0.5 + 1) / 2
+    up_b, dn_b = null_moves(2, 2, 0.5)
+    c = counts.set_index("zbin").loc["all"]
+    assert (c.up, c.flat, c.down, c.prompts) == (1, 1, 0, 2)
+    assert c.null_up == pytest.approx(up_a[0] + up_b[0]) and c.null_down == pytest.approx(dn_a[0] + dn_b[0])
+    # by hand, two draws each at p = 1/2 (rates 0, 1/2, 1 w.p. 1/4, 1/2, 1/4): up = P(diff = 1/2) + P(diff = 1) = 1/4 + 1/16
+    assert up_b[0] == pytest.approx(5 / 16)
