@@ -7,12 +7,14 @@ the DPG arm, verdict.json: issue 22's pass criteria (see `verdict`).
     .venv/bin/python scripts/bench_many_prompts_clip.py OUT_DIR [--clip 10] [--clip-floor 1] [--arms eb,shrinkage] [--seeds 0-5]
         [--lrs 1e-3,3e-3,1e-2] [--budgets 32000,128000] [--workers 1]
 
-Arms: eb (NormalizerConfig(kind="eb", fold_floor=1.0)), shrinkage (kind="shrinkage", fold_floor=None), dpg."""
+Arms: eb (NormalizerConfig(kind="eb", fold_floor=1.0)), shrinkage (kind="shrinkage", fold_floor=None), dpg, and the DPG arm
+with one of IGUANA's elements (the ablation): dpg+clip (IGUANA's clip at --clip/--clip-floor), dpg+past (past-only Ẑ),
+dpg+b1 (baseline 1 per draw)."""
 import argparse, json, os, platform, subprocess, sys, time
 from datetime import datetime, timezone
 from pathlib import Path
 import torch
-from proposal_nb.estimators.many_prompts import make_task, Arm, RunConfig, benchmark, kl_table, best_lr, ratio_table, clip_table
+from proposal_nb.estimators.many_prompts import make_task, Arm, DPGConfig, RunConfig, benchmark, kl_table, best_lr, ratio_table, clip_table
 from proposal_nb.estimators import normalizer as nz, iguana as ig
 
 NORMALISERS = dict(eb=nz.NormalizerConfig(kind="eb", fold_floor=1.0), shrinkage=nz.NormalizerConfig(kind="shrinkage", fold_floor=None))
@@ -24,8 +26,11 @@ def arms(names:list, clip:float, floor:float|None)->list:
     out = []
     for n in names:
         if n == "dpg": out.append(Arm("dpg · per-context mean", "dpg"))
+        elif n == "dpg+clip": out.append(Arm(f"dpg + clip {tag}", "dpg", dpg=DPGConfig(clip=clip, clip_floor=floor)))
+        elif n == "dpg+past": out.append(Arm("dpg + past-only Ẑ", "dpg", dpg=DPGConfig(past_only=True)))
+        elif n == "dpg+b1": out.append(Arm("dpg + baseline 1", "dpg", dpg=DPGConfig(baseline="one")))
         elif n in NORMALISERS: out.append(Arm(f"iguana {tag} · {n}", "iguana", iguana=c, normalizer=NORMALISERS[n]))
-        else: raise SystemExit(f"unknown arm {n!r} (use eb, shrinkage, dpg)")
+        else: raise SystemExit(f"unknown arm {n!r} (use eb, shrinkage, dpg, dpg+clip, dpg+past, dpg+b1)")
     return out
 
 

@@ -16,7 +16,7 @@ from .weights import log_weights, ess
 from . import normalizer as nz, iguana as ig, registry
 
 # %% auto #0
-__all__ = ['Z_BINS', 'PromptLM', 'predicates', 'ManyPrompts', 'make_task', 'DPGState', 'DPGInfo', 'dpg_coefficients',
+__all__ = ['Z_BINS', 'PromptLM', 'predicates', 'ManyPrompts', 'make_task', 'DPGState', 'DPGConfig', 'DPGInfo', 'dpg_coefficients',
            'dpg_estimator', 'Arm', 'make_estimator', 'zhat_all', 'RunConfig', 'train', 'z_bin', 'run_job', 'benchmark',
            'kl_table', 'best_lr', 'ratio_table', 'clip_table']
 
@@ -114,6 +114,13 @@ class DPGState(NamedTuple):
     log_sum: Tensor  # [P] log Σ u over every draw of x so far
     count: Tensor    # [P] draws of x so far
 
+class DPGConfig(NamedTuple):
+    "Switches that move the DPG-style arm toward IGUANA, for an ablation (all off: the arm as described)."
+    clip: float|None = None         # cap u at max(clip·Ẑ, clip_floor), IGUANA's relative clip; None: no cap
+    clip_floor: float|None = None   # the cap's floor (IguanaConfig.clip_floor)
+    past_only: bool = False         # Ẑ from past draws only (IGUANA's exclude-current) where the past holds weight
+    baseline: str = "shared"        # "shared": batch mean of u/Ẑ over all contexts; "one": 1 for every draw (IGUANA's)
+
 class DPGInfo(NamedTuple):
     "Per-visit diagnostics of one DPG step."
     coef: Tensor      # [B, M]
@@ -124,18 +131,27 @@ class DPGInfo(NamedTuple):
 
 def dpg_coefficients(log_uw:Tensor, # [B, M] raw log weights of this step's draws
                      state:DPGState, prompts:Tensor, # past sums and the visited contexts (distinct)
+                     cfg:DPGConfig=DPGConfig(), # ablation switches
                     )->tuple: # (coef [B, M], log Ẑ [B], baseline, new state)
     "a_m = (u_m/Ẑ(x) − b)/M with Ẑ(x) the running mean including this batch and b the batch mean of u/Ẑ over all contexts."
     B, M = log_uw.shape
     ls = torch.logaddexp(state.log_sum[prompts], torch.logsumexp(log_uw, 1))
     n = state.count[prompts] + M
     lz = ls - torch.log(n)
-    ratio = torch.where(torch.isneginf(log_uw), torch.zeros_like(log_uw), (log_uw - lz[:, None]).exp())   # u/Ẑ, 0 where u = 0
-    b = ratio.mean()
+    if cfg.past_only:
+        past = state.log_sum[prompts] - torch.log(state.count[prompts].clamp(min=1))
+        lz = torch.where(torch.isfinite(past), past, lz)
+    lr = log_uw - lz[:, None]
+    if cfg.clip is not None: lr = torch.minimum(lr, ig.clip_level(lz, ig.IguanaConfig(clip=cfg.clip, clip_floor=cfg.clip_floor)))
+    ratio = torch.where(torch.isneginf(log_uw), torch.zeros_like(log_uw), lr.exp())   # u/Ẑ, 0 where u = 0
+    if cfg.baseline == "shared": b = ratio.mean()
+    elif cfg.baseline == "one": b = torch.tensor(1.0, dtype=torch.float64)
+    else: raise ValueError(f"unknown dpg baseline {cfg.baseline!r} (use 'shared' or 'one')")
     new = DPGState(state.log_sum.index_put((prompts,), ls), state.count.index_put((prompts,), n))
     return (ratio - b) / M, lz, b, new
 
-def dpg_estimator()->registry.Estimator:
+def dpg_estimator(cfg:DPGConfig=DPGConfig(), # ablation switches (default: none)
+                 )->registry.Estimator:
     "The per-context running-mean arm behind the estimator interface (no weight cap, no guards)."
     def init(n_prompts:int, rollouts=None)->DPGState:
         return DPGState(torch.full((n_prompts,), -math.inf, dtype=torch.float64), torch.zeros(n_prompts, dtype=torch.float64))
@@ -143,7 +159,7 @@ def dpg_estimator()->registry.Estimator:
         registry.check_visit(visit)
         if len(visit.prompts.unique()) != len(visit.prompts): raise ValueError("dpg: the prompts of one step must be distinct")
         lu = log_weights(visit.logp, visit.logq.detach().double(), visit.logr)
-        coef, lz, b, new = dpg_coefficients(lu, state, visit.prompts)
+        coef, lz, b, new = dpg_coefficients(lu, state, visit.prompts, cfg)
         loss = -(coef.to(visit.logq.dtype) * visit.logq).sum(1).mean()
         return new, loss, DPGInfo(coef, lu, lz, b, ess(lu))
     def summary(info:DPGInfo)->dict: return dict(log_zhat=info.log_zhat.mean().item(), baseline=info.baseline.item())
@@ -157,10 +173,11 @@ class Arm(NamedTuple):
     estimator: str                              # "iguana" or "dpg"
     iguana: ig.IguanaConfig = ig.IguanaConfig()
     normalizer: nz.NormalizerConfig = nz.NormalizerConfig()
+    dpg: DPGConfig = DPGConfig()                # the DPG arm's ablation switches
 
 def make_estimator(arm:Arm)->registry.Estimator:
     "The arm's estimator: the registry's IGUANA or the DPG arm."
-    if arm.estimator == "dpg": return dpg_estimator()
+    if arm.estimator == "dpg": return dpg_estimator(arm.dpg)
     return registry.make(arm.estimator, arm.iguana, arm.normalizer)
 
 def zhat_all(est:registry.Estimator, arm:Arm, state)->Tensor:
@@ -195,8 +212,10 @@ def train(task:ManyPrompts, arm:Arm, cfg:RunConfig=RunConfig())->tuple: # (evals
         visit = registry.Visit(x, lq.gather(1, d), task.logp[x[:, None], d], task.logr[x[:, None], d])
         state, loss, info = est.step(state, visit, g)
         valid, lu = torch.isfinite(info.log_uw), info.log_uw.detach()
-        level = (ig.clip_level(info.log_zhat, arm.iguana) + info.log_zhat[:, None]).nan_to_num(math.inf) if arm.estimator == "iguana" else torch.full_like(lu[:, :1], math.inf)
-        cut = (lu > level) & valid                                                      # DPG: no clip
+        icfg = arm.iguana if arm.estimator == "iguana" else ig.IguanaConfig(clip=arm.dpg.clip, clip_floor=arm.dpg.clip_floor)
+        lz = info.log_zhat[:, None]
+        level = torch.where(torch.isneginf(lz), math.inf, ig.clip_level(info.log_zhat, icfg) + lz)   # the clip's level on u
+        cut = (lu > level) & valid
         visits.append(np.stack([np.full(cfg.B, t * per_step), x.numpy(), info.log_zhat.exp().numpy(), valid.sum(1).numpy(), cut.sum(1).numpy(),
                                 lu.exp().sum(1).numpy(), torch.minimum(lu, level).exp().sum(1).numpy()], 1))
         opt.zero_grad(); loss.backward()
@@ -237,7 +256,7 @@ def benchmark(task:ManyPrompts, arms:list, # the arms to compare
         m = importlib.import_module("proposal_nb.estimators.many_prompts")
         prior = m.PromptLM(task.space, *task.prior.prompt_emb.shape, task.prior.w1.shape[1]).copy(trainable=False)
         prior.load_state_dict(task.prior.state_dict())
-        jobs = [(m.ManyPrompts(task.space, prior, *task[2:]), m.Arm(*a), m.RunConfig(*c)) for _, a, c in jobs]
+        jobs = [(m.ManyPrompts(task.space, prior, *task[2:]), m.Arm(*a[:-1], m.DPGConfig(*a.dpg)), m.RunConfig(*c)) for _, a, c in jobs]
         with mp.get_context("spawn").Pool(workers) as pool: out = list(tqdm(pool.imap(m.run_job, jobs), total=len(jobs), disable=not progress))
     else: out = [run_job(j) for j in tqdm(jobs, disable=not progress)]
     E, V = [], []
