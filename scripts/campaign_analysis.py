@@ -147,6 +147,14 @@ def binned(rates:pd.DataFrame, # prompt_rates rows (prompt_id, Z, C, ...)
     if by not in ("Z", "C"): raise ValueError(f"by must be 'Z' or 'C', got {by!r}")
     return rates[["prompt_id", "Z", "C"]].assign(zbin=z_bin(rates[by]))
 
+def bin_labels(zbin:pd.Series, # bin labels of analysis.zbins (named after Z)
+               binning:str, # what binned: a name starting with 'C' relabels them after C
+              )->pd.Series:
+    "Bin labels as strings, named after the rate that binned (C=0, 0<C≤.1, ... for C bins)."
+    z = zbin.astype(str)
+    return z.str.replace("Z", "C", regex=False) if binning.startswith("C") else z
+
+
 def window_rates(draws:pd.DataFrame, # training draws: step, prompt_id, valid
                  window:int=WINDOW, # steps per window
                  last_step:int|None=None, # the last step trained (default: the table's); only whole windows are kept
@@ -194,13 +202,15 @@ def heldout_bins(ev:Path, zx:Path, n_boot:int=2000, seed:int=0)->tuple:
     combos = [("Z", "validity", binned(rates)), ("Z", "wacc", binned(rates)), ("Z", "pass1", binned(rates)), ("C", "pass1", binned(rates, "C")),
               (f"Z ({zx.name}, 20 other draws)", "validity", binned(indep))]
     traj = pd.concat([bin_trajectories(pp, r, m, n_boot=n_boot, seed=seed).assign(binning=b, metric=m) for b, m, r in combos])
-    traj = traj.merge(meta, on="checkpoint").assign(split="heldout", zbin=lambda d: d.zbin.astype(str))
+    traj = traj.merge(meta, on="checkpoint").assign(split="heldout")
+    traj["zbin"] = [z.replace("Z", "C") if b.startswith("C") else z for z, b in zip(traj.zbin.astype(str), traj.binning)]
     n = draws.groupby(["prompt_id", "checkpoint"]).size().rename("n").reset_index()
     ppn = pp.merge(n, on=["prompt_id", "checkpoint"])
     moves, counts = [], []
     for ck, arm in meta[meta.arm != "base"][["checkpoint", "arm"]].itertuples(index=False):
         for b, m, r in combos[:1] + combos[3:4]:
             mv, ct = move_counts(ppn, r, "base", ck, m)
+            mv["zbin"], ct["zbin"] = bin_labels(mv.zbin, b), bin_labels(ct.zbin, b)
             moves.append(mv.assign(split="heldout", arm=arm, a="base", b=ck, metric=m, binning=b))
             counts.append(ct.assign(split="heldout", arm=arm, a="base", b=ck, metric=m, binning=b))
     return rates, traj, pd.concat(moves, ignore_index=True), pd.concat(counts, ignore_index=True)
@@ -263,13 +273,15 @@ def _alt():
     return alt
 
 def chart_bins(traj:pd.DataFrame, # trajectories (zbin, step, arm, estimate, lo, hi, prompts)
-               title:str)->object:
+               title:str, # the chart's title
+               xtitle:str="training step (0: base)", # the step axis' title
+              )->object:
     "Per arm (facet): one line per bin over training steps (symlog axis; base at 0) with its 95% CI band."
     alt = _alt()
     from proposal_nb.analysis.zbins import Z_BIN_LABELS
     d = traj.dropna(subset=["estimate"])
-    x = alt.X("step:Q", scale=alt.Scale(type="symlog"), title="training step (0: base; training windows: their last step)")
-    col = alt.Color("zbin:N", sort=list(Z_BIN_LABELS), title="bin")
+    x = alt.X("step:Q", scale=alt.Scale(type="symlog"), title=xtitle)
+    col = alt.Color("zbin:N", sort=list(Z_BIN_LABELS) + [z.replace("Z", "C") for z in Z_BIN_LABELS], title="bin")
     base = alt.Chart(d).encode(x=x, color=col)
     ch = (base.mark_area(opacity=0.12).encode(y=alt.Y("lo:Q", title="mean over the bin's prompts (95% CI)"), y2="hi:Q")
           + base.mark_line(point=True).encode(y="estimate:Q", tooltip=["arm", "checkpoint", "zbin", "prompts", "estimate", "lo", "hi"]))
@@ -286,7 +298,7 @@ def chart_moves(counts:pd.DataFrame, # move_counts rows of one split and metric 
                                                                         var_name="move", value_name="prompts")
     d = pd.concat([obs, nul.assign(move=nul.move.str.rstrip("_"), kind="expected under no change")], ignore_index=True)
     d["signed"] = np.where(d.move == "down", -d.prompts, d.prompts)
-    x = alt.X("zbin:N", sort=list(Z_BIN_LABELS), title="bin")
+    x = alt.X("zbin:N", sort=list(Z_BIN_LABELS) + [z.replace("Z", "C") for z in Z_BIN_LABELS], title="bin")
     base = alt.Chart(d).encode(x=x, tooltip=["arm", "zbin", "move", "kind", alt.Tooltip("prompts:Q", format=".2f")])
     bars = base.transform_filter(alt.datum.kind == "observed").mark_bar().encode(
         y=alt.Y("signed:Q", title="prompts up (+) / down (−)"),
@@ -441,7 +453,8 @@ def write_zbins(out:Path, root:Path, arms:list, sources:dict, n_boot:int=2000, s
     hc = bins[(bins.split == "heldout") & (bins.binning == "C") & (bins.metric == "pass1")]
     save_chart(chart_bins(hc[hc.arm != "base"].pipe(lambda d: pd.concat([hc[hc.arm == "base"].assign(arm=a) for a in arms] + [d])),
                           "Held-out pass@1 by the base's C bin (25 prompts)"), out, "bins_heldout_pass1_by_C")
-    save_chart(chart_bins(bins[bins.split == "training"], f"Training-prompt validity by Z bin ({WINDOW}-step windows; step 0: {ZX})"),
+    save_chart(chart_bins(bins[bins.split == "training"], f"Training-prompt validity by Z bin ({WINDOW}-step windows; step 0: {ZX})",
+                          "last step of the window (0: base)"),
                out, "bins_training_validity")
     uh = updown[(updown.split == "heldout") & (updown.metric == "validity") & updown.b.isin(last.values())]
     save_chart(chart_moves(uh, "Held-out validity, base → each arm's last checkpoint: prompts moved by more than 0.2"), out, "updown_heldout_validity")

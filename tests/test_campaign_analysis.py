@@ -101,3 +101,71 @@ def test_move_counts_add_the_exact_no_change_expectation():
     assert c.null_up == pytest.approx(up_a[0] + up_b[0]) and c.null_down == pytest.approx(dn_a[0] + dn_b[0])
     # by hand, two draws each at p = 1/2 (rates 0, 1/2, 1 w.p. 1/4, 1/2, 1/4): up = P(diff = 1/2) + P(diff = 1) = 1/4 + 1/16
     assert up_b[0] == pytest.approx(5 / 16)
+
+
+def published(name:str)->Path:
+    p = PUB / name
+    if not (p / "config.json").exists(): pytest.skip(f"published/{name} is not built (python scripts/campaign_analysis.py published)")
+    return p
+
+
+def base_rates()->pd.DataFrame:
+    "Z, s, n per held-out prompt straight from campaign_eval's base draws (no proposal_nb code)."
+    d = pd.read_parquet(PUB / "campaign_eval" / "draws.parquet").query("checkpoint == 'base'")
+    g = d.assign(vc=d.valid * d.correct).groupby("prompt_id").agg(n=("valid", "size"), v=("valid", "sum"), c=("vc", "sum"))
+    return g.assign(Z=g.v / g.n, s=np.where(g.v > 0, g.c / g.v.where(g.v > 0, 1), 0.0))
+
+
+@pytest.mark.parametrize("arm", ["iguana", "msc", "iguana_kl", "rb_msc"])
+def test_published_breakeven_matches_its_sources(arm):
+    # an independent recomputation of K_eq and N* (checker calls) from the tables the folder was built from:
+    # curve(K) = mean_x s(x) (1 - (1 - Z)^K), first crossing interpolated linearly; C(K) = mean_x (1 - (1 - Z)^(K-1)) / Z
+    f = published(f"campaign_breakeven_{arm}")
+    r = base_rates()
+    K = np.arange(1, ca.K_MAX + 1)
+    miss = (1 - r.Z.to_numpy())[:, None] ** K[None, :]
+    curve = (r.s.to_numpy()[:, None] * (1 - miss)).mean(0)
+    Z = r.Z.to_numpy()[:, None]
+    checks = np.where(Z > 0, (1 - (1 - Z) ** (K[None, :] - 1)) / np.where(Z > 0, Z, 1), K - 1).mean(0)
+    pp = pd.read_csv(PUB / "campaign_eval" / "per_prompt.csv").query("arm == @arm")
+    pc = pd.read_csv(f / "per_checkpoint.csv").set_index("checkpoint")
+    assert set(pc.index) == set(pp.checkpoint)
+    for ck, g in pp.groupby("checkpoint"):
+        t = g.pass1.mean()
+        j = int(np.argmax(curve >= t)) if (curve >= t).any() else None
+        k_eq = 1.0 if j == 0 else (np.inf if j is None else j + (t - curve[j - 1]) / (curve[j] - curve[j - 1]))
+        assert pc.loc[ck, "k_eq"] == pytest.approx(k_eq, abs=1e-9), ck
+        c = np.interp(k_eq, K, checks) if np.isfinite(k_eq) else checks[-1]
+        bill = int(g.step.iloc[0]) * 80                                     # 8 prompts x M = 10 draws per step, each checked once
+        assert pc.loc[ck, "train_checker_calls"] == bill
+        assert pc.loc[ck, "nstar_checker_calls"] == pytest.approx(bill / c if c > 0 else np.inf), ck
+
+
+def test_published_skyline_and_bins_match_the_draws():
+    f = published("campaign_zbins")
+    r = base_rates()
+    sk = pd.read_csv(f / "skyline.csv")
+    assert sk.macro.iloc[0] == pytest.approx(r.s.mean()) and sk.pooled.iloc[0] == pytest.approx(r.c.sum() / r.v.sum())
+    assert (sk.prompts == 25).all() and (sk.base_draws_per_prompt == 40).all()
+    zt = pd.read_csv(f / "z_table.csv")
+    assert zt.groupby("split").size().to_dict() == {"heldout": 25, "training": 59}
+    b = pd.read_csv(f / "bins.csv")
+    per_ck = b.groupby(["split", "binning", "metric", "arm", "checkpoint"]).prompts.sum()
+    assert (per_ck[per_ck.index.get_level_values("split") == "heldout"] == 25).all()
+    assert (per_ck[per_ck.index.get_level_values("split") == "training"] == 59).all()
+    ud = pd.read_csv(f / "updown.csv").query("zbin == 'all'")
+    assert (ud.prompts == ud.split.map(dict(heldout=25, training=59))).all()
+    assert (ud.up + ud.flat + ud.down == ud.prompts).all()
+
+
+def test_published_training_and_heldout_prompts_are_the_campaign_split():
+    # training draws' prompts (59) and held-out prompts (25) are disjoint, and the Z(x) run has base draws for all of them
+    f = published("campaign_zbins")
+    zt = pd.read_csv(f / "z_table.csv")
+    tr, ho = set(zt[zt.split == "training"].prompt_id), set(zt[zt.split == "heldout"].prompt_id)
+    assert len(tr) == 59 and len(ho) == 25 and not tr & ho
+    for arm in ("iguana", "msc", "iguana_kl", "rb_msc"):
+        assert set(pd.read_parquet(PUB / f"campaign_{arm}" / "draws.parquet").prompt_id) == tr, arm
+    assert ho == set(pd.read_csv(PUB / "campaign_eval" / "per_prompt.csv").prompt_id)
+    c = pd.read_csv(f / "bins.csv").query("binning == 'C'")
+    assert c.zbin.str.contains("C").all() and not c.zbin.str.contains("Z").any()      # C bins are named after C
