@@ -383,7 +383,9 @@ def readme_zbins(s:dict, updown:pd.DataFrame)->str:
 Built on CPU by `scripts/campaign_analysis.py` from published tables only.
 
 - **Held-out:** {s['heldout_prompts']} prompts; Z(x), C(x) from the base's {s['base_draws_per_prompt']} draws per prompt (`campaign_eval`). Prompts per Z bin:
-  {', '.join(f'{k}: {v}' for k, v in ph.items())}. The bins below Z = 0.1 are empty, so the hard-prompt questions cannot be asked here.
+  {', '.join(f'{k}: {v}' for k, v in ph.items())}; per C bin (pass@1 is read by C bin): {', '.join(f'{k}: {v}' for k, v in s['prompts_per_cbin_heldout'].items())}.
+  The Z bins below Z = 0.1 are empty, so
+  the anchor's question about Z ≈ 0 prompts cannot be asked of validity here; correctness has {s['prompts_per_cbin_heldout']['C=0']} prompts at C = 0.
   The base point of each bin is made of the draws that define the bin (regression to the mean lifts the low bins a little);
   `bins.csv` also bins the held-out prompts by {ZX}'s 20 other base draws per prompt.
 - **Training:** {s['training_prompts']} prompts; Z(x) from {ZX} ({s['training_base_draws_per_prompt']} base draws per prompt). Prompts per Z bin:
@@ -465,6 +467,8 @@ def write_zbins(out:Path, root:Path, arms:list, sources:dict, n_boot:int=2000, s
     summary = dict(heldout_prompts=len(rates), base_draws_per_prompt=int(rates.n.min()), training_prompts=int(len(zt)),
                    training_base_draws_per_prompt=int(zt.n.min()), window_steps=WINDOW, threshold=THRESHOLD,
                    prompts_per_zbin={s: z_table[z_table.split == s].zbin.value_counts().reindex(list(Z_BIN_LABELS), fill_value=0).astype(int).to_dict() for s in ("heldout", "training")},
+                   prompts_per_cbin_heldout={k.replace("Z", "C"): int(v) for k, v in z_table[z_table.split == "heldout"].cbin.value_counts()
+                                             .reindex(list(Z_BIN_LABELS), fill_value=0).items()},
                    skyline=dict(macro=[round(float(sk[c].iloc[0]), 4) for c in ("macro", "macro_lo", "macro_hi")],
                                 pooled=[round(float(sk[c].iloc[0]), 4) for c in ("pooled", "pooled_lo", "pooled_hi")]),
                    last_checkpoints=last,
