@@ -16,6 +16,7 @@ chained through GPU jobs of at most 10 minutes with exact resume.
     python scripts/campaign.py rollouts-card RUNS --deadline-s 480 [--close]   # card rollouts in resumable chunks
     python scripts/campaign.py train-bc bc_card RUNS         # filtered BC on card rollouts; held-out draws under the card and T = 1 priors
     python scripts/campaign.py report-card RUNS RESULTS      # campaign_card_eval: base_card, bc_card, base, bc_card_t1prior
+    python scripts/campaign.py card-waste [--model PATH]     # share of base T = 1 draws outside the card's kept set (weight 0)
 
 At each log-spaced checkpoint, `train` also draws the held-out split (R x M = 4 x 10 per prompt, the same keys as
 every other arm) and re-scores the base arm's draws under the checkpoint (the report card's prior table), restoring
@@ -464,7 +465,11 @@ def card_plan()->dict:
                                   "draws fixed and changing only the prior in the weight isolates the prior; BC on T = 1 rollouts "
                                   "(bc_spread, already an arm) differs from bc_card in its data as well")),
                 primary=("per checkpoint, paired wacc differences bc_card - base_card and bc_card_t1prior - base with 95% prompt-bootstrap "
-                         "CIs; beside them the proposal's own pass@1 against base_card's and the share of zero-weight draws"))
+                         "CIs; beside them the proposal's own pass@1 against base_card's and the share of zero-weight draws"),
+                pre_run=dict(zero_weight_share=0.9167, outside_per_token=0.2416, draws=24, prompts=6, mean_length=100.2,
+                             what=("base-model T = 1 draws (the untrained proposal) scored under the card prior: 22 of 24 have a token "
+                                   "outside its kept set, so they weigh 0; a T = 1 proposal near the base wastes most draws here"),
+                             provenance="`campaign.py card-waste` on CPU, fp32 embedded model, first 6 held-out prompts x 4 draws, EVAL keys, 2026-12-01"))
 
 
 def _card_tasks(split:str, limit:int|None=None):
@@ -642,6 +647,25 @@ def report_card_arms(runs:Path, out:Path, n_boot:int=2000)->Path:
     return e
 
 
+def card_waste(model_path:str, n_prompts:int=6, draws:int=4, batch_size:int=24)->dict:
+    "How often a T = 1 draw of the base model leaves the card sampler's kept set (weight 0 under the card prior): a pre-run fact."
+    import torch
+    from proposal_nb.lm.densities import completion_token_logprobs
+    from proposal_nb.lm.models import load_model
+    from proposal_nb.lm.rollouts import keyed_generations
+    t0, (lm, tok) = time.time(), load_model(model_path)
+    d = keyed_generations(lm, tok, _card_tasks("heldout", n_prompts), draws, EVAL["seed"], "eval", "hf", SHARED["max_new_tokens"], batch_size, adapter=False)
+    flat = [g for x in d for g in x]
+    with torch.no_grad():
+        tl, tm = completion_token_logprobs(lm, [g.prompt_ids for g in flat], [g.token_ids for g in flat], config=card_config())
+    out = torch.isinf(tl) & tm
+    res = dict(draws=len(flat), prompts=n_prompts, mean_length=round(sum(len(g.token_ids) for g in flat) / len(flat), 1),
+               zero_weight_share=round(float(out.any(-1).float().mean()), 4), outside_per_token=round(float(out.sum() / tm.sum()), 4),
+               seconds=round(time.time() - t0, 1), device=_gpu())
+    print(json.dumps(res), flush=True)
+    return res
+
+
 def plan_card(out:Path)->dict:
     "Write campaign_card.json: the card arms' design, fixed before they run."
     out.mkdir(parents=True, exist_ok=True)
@@ -653,7 +677,7 @@ def plan_card(out:Path)->dict:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("cmd", choices=["plan", "base", "train", "rollouts", "train-bc", "pack", "unpack", "chain-check", "report", "_train_small", "calibration-plan",
-                                     "plan-card", "rollouts-card", "base-card", "report-card"])
+                                     "plan-card", "rollouts-card", "base-card", "report-card", "card-waste"])
     ap.add_argument("--no-eval", action="store_true", help="train: skip the held-out evaluation at checkpoints")
     ap.add_argument("--close", action="store_true", help="rollouts-card: no new chunk; card.parquet from the chunks made (device time ran out)")
     ap.add_argument("args", nargs="*")
@@ -666,6 +690,7 @@ def main(argv=None):
     if a.cmd == "plan": return plan(Path(a.args[0]))
     if a.cmd == "calibration-plan": return calibration_plan(Path(a.args[0]))
     if a.cmd == "plan-card": return plan_card(Path(a.args[0]))
+    if a.cmd == "card-waste": return card_waste(_model_path(a))
     if a.cmd == "rollouts-card": return rollouts_card(Path(a.args[0]), _model_path(a), a.deadline_s, close=a.close)
     if a.cmd == "base-card": return base_prior_eval(Path(a.args[0]), _model_path(a))
     if a.cmd == "report-card": return report_card_arms(Path(a.args[0]), Path(a.args[1]))

@@ -123,6 +123,22 @@ def test_card_path_end_to_end(tmp_path, tiny_path):
     assert (tmp_path / "results" / "campaign_bc_card" / "log.csv").exists() or (tmp_path / "results" / "campaign_bc_card" / "log.parquet").exists()
 
 
+def test_card_waste(tiny_path):
+    "The pre-run share of base T = 1 draws that weigh 0 under the card prior: the same keyed draws, scored by completion_logprobs."
+    C = _campaign()
+    from proposal_nb.lm.densities import completion_logprobs
+    from proposal_nb.lm.models import load_model
+    from proposal_nb.lm.rollouts import keyed_generations
+    res = C.card_waste(tiny_path, n_prompts=2, draws=3, batch_size=6)
+    lm, tok = load_model(tiny_path)
+    d = keyed_generations(lm, tok, C._card_tasks("heldout", 2), 3, C.EVAL["seed"], "eval", "hf", C.SHARED["max_new_tokens"], 6, adapter=False)
+    flat = [g for x in d for g in x]
+    with torch.no_grad():
+        lp = completion_logprobs(lm, [g.prompt_ids for g in flat], [g.token_ids for g in flat], config=C.card_config()).numpy()
+    assert res["draws"] == 6 and res["zero_weight_share"] == pytest.approx(np.isinf(lp).mean(), abs=1e-4)
+    assert 0 <= res["outside_per_token"] <= 1 and res["mean_length"] > 0
+
+
 def test_card_commands(tmp_path):
     C = _campaign()
     C.main(["plan-card", str(tmp_path)])
