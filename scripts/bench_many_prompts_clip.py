@@ -4,7 +4,7 @@ learning-rate grid, seeds and budgets (8 prompts x 8 draws per step). Writes the
 share of valid draws the clip cut per Z bin, config.json (machine, date, commit, command) and, with one IGUANA arm and
 the DPG arm, verdict.json: issue 22's pass criteria (see `verdict`).
 
-    .venv/bin/python scripts/bench_many_prompts_clip.py OUT_DIR [--clip 10] [--clip-floor 1] [--arms eb,shrinkage] [--seeds 0-5]
+    .venv/bin/python scripts/bench_many_prompts_clip.py OUT_DIR [--clip 10|none] [--clip-floor 1] [--arms eb,shrinkage] [--seeds 0-5]
         [--lrs 1e-3,3e-3,1e-2] [--budgets 32000,128000] [--workers 1]
 
 Arms: eb (NormalizerConfig(kind="eb", fold_floor=1.0)), shrinkage (kind="shrinkage", fold_floor=None), dpg, and the DPG arm
@@ -22,7 +22,8 @@ NORMALISERS = dict(eb=nz.NormalizerConfig(kind="eb", fold_floor=1.0), shrinkage=
 
 def arms(names:list, clip:float, floor:float|None)->list:
     "The named arms, IGUANA ones at clip c with the given floor."
-    c, tag = ig.IguanaConfig(clip=clip, clip_floor=floor), f"c{clip:g}" + ("" if floor is None else f" floor {floor:g}")
+    c = ig.IguanaConfig(clip=clip, clip_floor=floor)
+    tag = "no clip" if clip is None else f"c{clip:g}" + ("" if floor is None else f" floor {floor:g}")
     out = []
     for n in names:
         if n == "dpg": out.append(Arm("dpg · per-context mean", "dpg"))
@@ -56,7 +57,7 @@ def verdict(table, ratios, budgets:tuple, calib_at:int=32_000, lo:float=0.8, hi:
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("out"); ap.add_argument("--clip", type=float, default=10.0)
+    ap.add_argument("out"); ap.add_argument("--clip", type=lambda v: None if v.lower() == "none" else float(v), default=10.0)
     ap.add_argument("--clip-floor", type=float, default=None); ap.add_argument("--arms", default="eb,shrinkage")
     ap.add_argument("--seeds", default="0-5"); ap.add_argument("--lrs", default="1e-3,3e-3,1e-2")
     ap.add_argument("--budgets", default="32000,128000"); ap.add_argument("--workers", type=int, default=1)
