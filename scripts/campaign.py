@@ -629,7 +629,8 @@ def report_card_arms(runs:Path, out:Path, n_boot:int=2000)->Path:
     cat = lambda ts: pd.concat(ts, ignore_index=True).assign(split="heldout")
     draws, prior = cat(draws), cat(prior)
     names = list(dict.fromkeys(draws.checkpoint))
-    ev = evaluation_tables(draws, checkpoints=names, n_boot=n_boot)
+    n = int(draws.groupby(["checkpoint", "prompt_id"]).size().min())                                  # R x M draws per prompt
+    ev = evaluation_tables(draws, checkpoints=names, ks=[k for k in PASS_KS if k <= n], n_boot=n_boot)   # pass@k up to R x M, as `report`
     e = out / "campaign_card_eval"
     write_evaluation(e, ev); write_table(e, "draws", draws); write_table(e, "prior", prior)
     card = report_card(draws, prior, split="heldout", n_boot=n_boot, checkpoints=names)

@@ -117,6 +117,7 @@ def test_card_path_end_to_end(tmp_path, tiny_path):
     paired = pd.read_csv(e / "paired.csv").set_index(["a", "b", "metric"])
     assert paired.loc[("base_card", f"bc_card-{name}", "wacc"), "diff"] == pytest.approx(head[f"wacc bc_card-{name} - base_card"])
     summ = pd.read_csv(e / "summary.csv")
+    assert {"pass@2"} <= set(summ.metric) and "pass@5" not in set(summ.metric)      # PASS_KS up to R x M = 4
     assert set(summ.checkpoint) == {"base_card", "base", f"bc_card-{name}", f"bc_card_t1prior-{name}"}
     cfg = json.loads((e / "config.json").read_text())
     assert cfg["card"]["sampler"] == C.CARD and cfg["pairs"] == [["base_card", f"bc_card-{name}"], ["base", f"bc_card_t1prior-{name}"]]
