@@ -56,7 +56,8 @@ class EstimatorConfig:
     kl_beta: float = 0.0          # weight of the KL(q‖p) anchor to the prior
     skip_invalid: bool = False    # visits with no valid draw contribute nothing
     length_norm: bool = False     # length-normalised log weights
-    def kernel(self)->IguanaConfig: return IguanaConfig(self.clip, self.baseline, self.kl_beta, self.skip_invalid, self.length_norm)
+    def kernel(self)->IguanaConfig:
+        return IguanaConfig(clip=self.clip, baseline=self.baseline, kl_beta=self.kl_beta, skip_invalid=self.skip_invalid, length_norm=self.length_norm)
 
 # %% ../../nbs/27_training.ipynb #c008
 @dataclass
@@ -68,7 +69,8 @@ class NormalizerSettings:
     mu0: float = 0.5              # prior mean of Z: the base model's mean validity
     fold_clip: float|None = 10.0  # a draw enters the statistics as min(u, fold_clip·Ẑ)
     baseline_cap: float|None = 1.0 # baseline b = min(Ẑ, baseline_cap)
-    def kernel(self)->NormalizerConfig: return NormalizerConfig(self.kind, self.n0, self.m0, self.mu0, self.fold_clip, self.baseline_cap)
+    def kernel(self)->NormalizerConfig:
+        return NormalizerConfig(kind=self.kind, n0=self.n0, m0=self.m0, mu0=self.mu0, fold_clip=self.fold_clip, baseline_cap=self.baseline_cap)
 
 @dataclass
 class PriorSettings:
