@@ -436,6 +436,7 @@ OFFLINE_CARD = {  # filtered-BC arms on card rollouts: (batching scheme, why)
 CARD_CONTROL = ("bc_card_t1prior", "the same-proposal control: bc_card's adapter and its identical keyed held-out draws, weighed with "
                                    "the T = 1 prior against the T = 1 base arm, so that only p_gen in the weight differs")
 HF_S_PER_SAMPLE = 0.372  # published/h200_fast_loop/bench_loop.json: hf engine generation seconds per sample at 80 rows, 256 new tokens
+FAST_S_PER_SAMPLE = 0.015  # the same file: the fast engine's generation seconds per sample (T = 1)
 
 
 def card_config():
@@ -447,11 +448,13 @@ def card_config():
 def card_plan()->dict:
     "The card arms' pre-registered design: sampler, budget and its GPU-time bound, evaluation, the control and why."
     n = CARD_DRAWS * 59
-    return dict(sampler=CARD, engine="hf (the fast engine samples T = 1 only)", rollouts=n, draws_per_prompt=CARD_DRAWS,
+    return dict(sampler=CARD, engine="auto: the fast engine on a GPU (it samples the card config since 72eeb14, the same tokens as "
+                                     "HF generate from the same keys), else hf", rollouts=n, draws_per_prompt=CARD_DRAWS,
                 chunk=CARD_CHUNK, batch_rows=CARD_BATCH, keys="(seed 42, 'bc-rollouts', prompt, draw): bc_spread's keys, shared randomness",
                 budget_why=(f"bc_spread's {n:,} rollouts, so the card and T = 1 BC arms fit equal data. At the hf engine's measured "
-                            f"{HF_S_PER_SAMPLE} s per sample (80 rows) that is at most {n * HF_S_PER_SAMPLE / 60:.0f} GPU-minutes; at "
-                            f"{CARD_BATCH} rows per call it should take several times less (not measured). Chunks of {CARD_CHUNK} draws per "
+                            f"{HF_S_PER_SAMPLE} s per sample (80 rows) that is at most {n * HF_S_PER_SAMPLE / 60:.0f} GPU-minutes; the fast "
+                            f"engine's plain T = 1 draws cost {FAST_S_PER_SAMPLE} s per sample (about {n * FAST_S_PER_SAMPLE / 60:.0f} "
+                            f"GPU-minutes), and its card draws add a top-k / top-p pass over the vocabulary per token (not measured). Chunks of {CARD_CHUNK} draws per "
                             f"prompt ({CARD_CHUNK * 59:,} rollouts) resume across 10-minute jobs and their seconds go to the ledger. If the "
                             "device time runs out first, bc_card fits the whole chunks made (equal draws per prompt) and the ledger says "
                             "how many: a stop decided on timings only, never on a bc_card result"),
@@ -510,7 +513,7 @@ def rollouts_card(runs:Path, model_path:str, deadline_s:float=480, draws:int=CAR
             if t_chunks and time.time() - t0 + 1.2 * max(t_chunks) > deadline_s: break
             if peft is None: peft, tok = _card_model(model_path, 0)
             tc = time.time()
-            d = keyed_generations(peft, tok, tasks, chunk, SHARED["seed"], "bc-rollouts", "hf", max_new_tokens, batch_size,
+            d = keyed_generations(peft, tok, tasks, chunk, SHARED["seed"], "bc-rollouts", "auto", max_new_tokens, batch_size,
                                   adapter=False, progress=True, config=cfg, start=k)
             ft, fg = [t for t, x in zip(tasks, d) for _ in x], [g for x in d for g in x]
             r = grade(pots, ft, [g.text for g in fg])

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One GPU-box job of the campaign (scripts/campaign.py): join the embedded model, draw the base arm's held-out set
 # once, train the named arms side by side (round-robin over the GPUs; all on GPU 0 when there is one), and pack every
-# run into $OUT. The arm `bc` is the offline pair: base rollouts (once), then filtered BC with each batching scheme.
+# run into $OUT. The arm `bc` is the offline pair: base rollouts (once), then filtered BC with each batching scheme; the arm
+# `card` is the card-sampler arm (its base draws, chunked rollouts resumed job by job, then filtered BC).
 # Call 1 carries .devmodel/a and copies it to /tmp/m/ (see ../shared/tools/device-model.sh); this call carries
 # .devmodel/b and .campaign/src (a source snapshot: git archive <commit> proposal_nb + scripts/campaign.py + COMMIT).
 # Runs live in /tmp/runs, so a later call on the same warm machine resumes them; to resume on a fresh machine, put the
@@ -32,13 +33,17 @@ for a in "${ARMS[@]}"; do
   if [ "$a" = bc ]; then
     timeout $(left) bash -c "( [ -f $R/rollouts/base.parquet ] || $C rollouts $R --model $MODEL ) &&
       for b in bc_spread bc_sort; do [ -f $R/\$b/ledger.jsonl ] || $C train-bc \$b $R --model $MODEL; done" > $OUT/bc.log 2>&1 &
+  elif [ "$a" = card ]; then   # the card-sampler arm: its own base draws, chunked rollouts (resumed job by job), then filtered BC
+    timeout $(left) bash -c "( [ -f $R/base_card/heldout_draws.parquet ] || $C base-card $R --model $MODEL ) &&
+      $C rollouts-card $R --model $MODEL --deadline-s \$(( $END - \$(date +%s) - 30 )) && [ -f $R/rollouts_card/card.parquet ] &&
+      ( [ -f $R/bc_card/ledger.jsonl ] || $C train-bc bc_card $R --model $MODEL )" > $OUT/card.log 2>&1 &
   else
     timeout $(( $(left) + 40 )) $C train $a $R --model $MODEL --deadline-s $(left) > $OUT/$a.log 2>&1 &
   fi
 done
 wait
 echo "sizes:"; du -sh $R/* $R/*/* 2>/dev/null | sort -h | tail -25
-tar -czf /tmp/runs.tar.gz -C $R --exclude='rollouts/base.parquet' --exclude='checkpoints/step-*/*.tmp' \
+tar -czf /tmp/runs.tar.gz -C $R --exclude='rollouts/base.parquet' --exclude='rollouts_card/card.parquet' --exclude='checkpoints/step-*/*.tmp' \
   $(cd $R && for d in *; do [ -d $d/checkpoints ] && ls -d $d/* | grep -v checkpoints && echo $d/checkpoints/$(ls $d/checkpoints | grep -v tmp | sort -t- -k2 -n | tail -1) || echo $d; done)
 split -b 15000000 -d /tmp/runs.tar.gz $OUT/runs.tgz.
 for f in $OUT/*.log; do echo "== $f"; tail -4 $f; done; cat $R/*/ledger.jsonl; ls -la $OUT; echo "job wall $(( $(date +%s) - T0 )) s"
