@@ -53,7 +53,7 @@ class DecodingConfig:
         if self.repetition_penalty != 1 and seen is not None:
             s = seen.reshape(x.shape)
             rho = self.repetition_penalty
-            x = torch.where(s, x * torch.where(x > 0, 1/rho, rho), x)
+            x = torch.where(s, torch.where(x > 0, x / rho, x * rho), x)   # keeps x's dtype (a scalar tensor would take the default dtype)
         if self.greedy:
             out = torch.full_like(x, -math.inf)
             out.scatter_(-1, x.argmax(-1, keepdim=True), 0.0)
