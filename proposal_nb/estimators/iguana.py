@@ -17,12 +17,13 @@ __all__ = ['IguanaConfig', 'IguanaInfo', 'clip_level', 'coefficients', 'loss', '
 # %% ../../nbs/12_iguana.ipynb #c005
 class IguanaConfig(NamedTuple):
     "Options of the IGUANA estimator."
-    clip: float|None = 10.0       # relative clip c: weights capped at c·Ẑ(x); None: no clip
+    clip: float|None = None       # relative clip c: weights capped at c·Ẑ(x); None (the default since issue 22): no clip
     clip_floor: float|None = None # the clip level is max(c·Ẑ(x), clip_floor): a weight ≤ clip_floor is never cut; None: c·Ẑ(x)
     baseline: str = "zhat"        # "zhat" (normaliser's capped b), "batch_mean" or "none"
     kl_beta: float = 0.0          # weight β of the KL(q‖p) anchor to the prior
     skip_invalid: bool = False    # visits with no valid draw contribute nothing
     length_norm: bool = False     # weight with (log p − log q)/length instead of log p − log q
+    ceiling: float = 1e6          # numerical ceiling on u/Ẑ, with or without the clip: keeps a 10,000-nat log weight finite
 
 class IguanaInfo(NamedTuple):
     "Per-visit diagnostics of one IGUANA step (all detached)."
@@ -45,15 +46,18 @@ def _rows(name, x, ref=None):
 
 def clip_level(log_zhat:Tensor, # [B] log Ẑ(x) of each visit
                cfg:IguanaConfig=IguanaConfig(),
-              )->Tensor: # [B, 1] log(max(c·Ẑ, u_floor)/Ẑ): the clip level relative to Ẑ (+inf: no clip)
-    "The relative clip's level, in log units of Ẑ."
+              )->Tensor: # [B, 1] log(min(max(c·Ẑ, u_floor)/Ẑ, ceiling)): the cut level relative to Ẑ
+    "The relative clip's level, in log units of Ẑ, under the numerical ceiling."
     lz = torch.as_tensor(log_zhat, dtype=torch.float64).reshape(-1, 1)
-    if cfg.clip is None: return torch.full_like(lz, math.inf)
+    if not cfg.ceiling > 1: raise ValueError(f"ceiling must be > 1, got {cfg.ceiling}")
+    top = torch.full_like(lz, math.log(cfg.ceiling))
+    if cfg.clip is None: return top
     if not cfg.clip > 0: raise ValueError(f"clip must be > 0 or None, got {cfg.clip}")
     cap = torch.full_like(lz, math.log(cfg.clip))
-    if cfg.clip_floor is None: return cap
-    if not cfg.clip_floor > 0: raise ValueError(f"clip_floor must be > 0 or None, got {cfg.clip_floor}")
-    return torch.maximum(cap, math.log(cfg.clip_floor) - lz)      # +inf where Ẑ = 0
+    if cfg.clip_floor is not None:
+        if not cfg.clip_floor > 0: raise ValueError(f"clip_floor must be > 0 or None, got {cfg.clip_floor}")
+        cap = torch.maximum(cap, math.log(cfg.clip_floor) - lz)  # +inf where Ẑ = 0
+    return torch.minimum(cap, top)
 
 def coefficients(log_uw:Tensor, # [B, M] log weights used for the update (raw, or length-normalised)
                  log_zhat:Tensor, # [B] log Ẑ(x) of each visit
@@ -68,11 +72,9 @@ def coefficients(log_uw:Tensor, # [B, M] log weights used for the update (raw, o
     if torch.isnan(lz).any() or (lz == math.inf).any(): raise ValueError(f"log_zhat must be finite or -inf, got {lz.tolist()}")
     valid = torch.isfinite(log_uw) if valid is None else valid
     lu = log_uw - lz[:, None]                                   # log(u/Ẑ): scale-free
-    clipped = torch.zeros_like(valid)
-    if cfg.clip is not None:
-        cap = clip_level(lz, cfg)
-        clipped = lu > cap
-        lu = torch.minimum(lu, cap)
+    cap = clip_level(lz, cfg)
+    clipped = lu > cap
+    lu = torch.minimum(lu, cap)
     ur = lu.exp()                                               # min(u, max(cẐ, u_floor))/Ẑ
     if cfg.baseline == "zhat": br = torch.as_tensor(baseline, dtype=torch.float64).reshape(B, 1) / lz.exp()[:, None]
     elif cfg.baseline == "batch_mean": br = ur.mean(1, keepdim=True)

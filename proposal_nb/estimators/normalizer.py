@@ -18,13 +18,13 @@ __all__ = ['NormalizerConfig', 'NormalizerState', 'Estimate', 'init', 'estimate'
 # %% ../../nbs/11_normalizer.ipynb #c005
 class NormalizerConfig(NamedTuple):
     "How Ẑ(x) is formed and guarded."
-    kind: str = "shrinkage"          # "shrinkage" (fixed n0), "eb" (prior fitted to the pool) or "mean"
+    kind: str = "eb"                 # "eb" (prior fitted to the pool; the default since issue 22), "shrinkage" (fixed n0) or "mean"
     n0: float = 100.0                # prompt-level prior strength (shrinkage); the largest fitted strength κ (eb)
     m0: float = 50.0                 # pool-level prior strength (shrinkage)
     mu0: float = 0.5                 # prior mean of Z: the base model's mean validity
     fold_clip: float|None = 10.0     # a draw enters the statistics as min(u, fold_clip·Ẑ); None: unclipped
     baseline_cap: float|None = 1.0   # baseline b = min(Ẑ, baseline_cap); None: b = Ẑ
-    fold_floor: float|None = None    # the fold clip never cuts a weight below this (a draw of the prior weighs r ≤ 1: use 1.0 with "eb")
+    fold_floor: float|None = 1.0     # the fold clip never cuts a weight below this (a draw of the prior weighs r ≤ 1); None: no floor
 
 class NormalizerState(NamedTuple):
     "Accumulated past weights per prompt (log space)."

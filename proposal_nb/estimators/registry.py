@@ -172,5 +172,5 @@ def make(name:str, # one of ESTIMATORS: "iguana", "msc", "rb-msc", "bc"
 
 # %% ../../nbs/17_estimators.ipynb #c027
 PUBLISHED_RECIPE = dict(
-    iguana=IguanaConfig(clip=3.0, baseline="zhat", kl_beta=0.0, skip_invalid=False, length_norm=False),
-    normalizer=NormalizerConfig(kind="shrinkage", n0=100.0, m0=50.0, mu0=0.5, fold_clip=10.0, baseline_cap=1.0))
+    iguana=IguanaConfig(clip=None, clip_floor=None, baseline="zhat", kl_beta=0.0, skip_invalid=False, length_norm=False, ceiling=1e6),
+    normalizer=NormalizerConfig(kind="eb", n0=100.0, m0=50.0, mu0=0.5, fold_clip=10.0, baseline_cap=1.0, fold_floor=1.0))
