@@ -63,14 +63,16 @@ class EstimatorConfig:
 @dataclass
 class NormalizerSettings:
     "How Ẑ(x) is formed and guarded (normalizer.NormalizerConfig)."
-    kind: str = "shrinkage"       # shrinkage or mean
+    kind: str = "shrinkage"       # shrinkage, eb (a prior fitted to the pool) or mean
     n0: float = 100.0             # prompt-level prior strength
     m0: float = 50.0              # pool-level prior strength
     mu0: float = 0.5              # prior mean of Z: the base model's mean validity
     fold_clip: float|None = 10.0  # a draw enters the statistics as min(u, fold_clip·Ẑ)
     baseline_cap: float|None = 1.0 # baseline b = min(Ẑ, baseline_cap)
+    fold_floor: float|None = None # the fold clip never cuts a weight below this; None: min(u, fold_clip·Ẑ) as in the published runs
     def kernel(self)->NormalizerConfig:
-        return NormalizerConfig(kind=self.kind, n0=self.n0, m0=self.m0, mu0=self.mu0, fold_clip=self.fold_clip, baseline_cap=self.baseline_cap)
+        return NormalizerConfig(kind=self.kind, n0=self.n0, m0=self.m0, mu0=self.mu0, fold_clip=self.fold_clip, baseline_cap=self.baseline_cap,
+                                fold_floor=self.fold_floor)
 
 @dataclass
 class PriorSettings:
