@@ -63,3 +63,16 @@ def test_train_online_notebook_on_two_gloo_ranks(tmp_path):
     assert len(draws) == 8 and draws.groupby("step").prompt_id.nunique().tolist() == [2, 2]
     assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["step-1", "step-2"]
     assert (out / "timing.json").exists()
+
+
+def test_each_rank_leaves_the_process_group_after_its_notebook(tmp_path):
+    "launch.main destroys the group a notebook joined (after a barrier), so no rank exits while gloo's threads still run."
+    code = ("import os, sys; sys.argv = ['launch']\n"
+            "os.environ.update(RANK='0', WORLD_SIZE='1', LOCAL_RANK='0', MASTER_ADDR='127.0.0.1', MASTER_PORT='29531')\n"
+            "import torch.distributed as dist\nfrom proposal_nb.lm.launch import main\n"
+            f"main([{str(notebook(tmp_path, SUM))!r}, 'out={tmp_path}'])\n"
+            "print('initialized after main:', dist.is_initialized())")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "initialized after main: False" in r.stdout
+    assert (tmp_path / "rank0.txt").read_text() == "1 1.0 2 cpu"

@@ -8,7 +8,7 @@ import ast, json, os, subprocess, sys
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['exec_notebook', 'torchrun_argv', 'launch_notebook', 'main']
+__all__ = ['exec_notebook', 'torchrun_argv', 'launch_notebook', 'main', 'leave_group']
 
 # %% ../../nbs/29a_launch.ipynb #c005
 def _cast(name:str, default, text:str):
@@ -79,5 +79,12 @@ def main(argv:list[str]|None=None):
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0] in ("-h", "--help"): raise SystemExit("usage: python -m proposal_nb.lm.launch NOTEBOOK [name=value ...]")
     exec_notebook(argv[0], assignments=argv[1:])
+    leave_group()
+
+def leave_group():
+    "After a rank's notebook finished: meet the other ranks, then destroy the process group, so that no rank exits while gloo's threads still run (a rank killed by SIGABRT at exit otherwise)."
+    import torch.distributed as dist
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier(); dist.destroy_process_group()
 
 if __name__ == "__main__" and "IPython" not in sys.modules: main()      # `python -m proposal_nb.lm.launch`, not the notebook
