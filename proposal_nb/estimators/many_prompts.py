@@ -266,6 +266,7 @@ def benchmark(task:ManyPrompts, arms:list, # the arms to compare
         E.append(e); V.append(v)
     return pd.concat(E, ignore_index=True), pd.concat(V, ignore_index=True)
 
+# %% ../../nbs/18_many_prompts.ipynb #c019b
 def kl_table(evals:pd.DataFrame, hard:float=0.02)->pd.DataFrame:
     "Mean exact KL over prompts (all; Z ≤ hard) and mean acceptance, per arm, lr and budget: mean and sd over seeds."
     per = evals.assign(kl_hard=evals.kl.where(evals.Z <= hard)).groupby(["arm", "lr", "samples", "seed"])[["kl", "kl_hard", "acceptance"]].mean()

@@ -117,6 +117,21 @@ def _merged(w, lo)->torch.Tensor:
     if lo is None or getattr(lo, "disable_adapters", False): return w
     return w + sum(lo.get_delta_weight(a).to(w.dtype) for a in lo.active_adapters if a in lo.lora_A)
 
+# %% ../../nbs/25a_engines.ipynb #c011b
+def _layer_weights(l)->tuple:
+    "One decoder layer's tensors for decode_layer (merged buffers where a LoRA adapter sits) and the sources `refresh` merges from."
+    a, m = l.self_attn, l.mlp
+    qkv = [_lin(getattr(a, k + "_proj")) for k in "qkv"]
+    src = {"qkv": qkv}
+    w = dict(ln1=l.input_layernorm.weight, ln2=l.post_attention_layernorm.weight,
+             qkv=torch.cat([t[0] for t in qkv]).detach().clone(),
+             qkv_b=None if qkv[0][1] is None else torch.cat([t[1] for t in qkv]).detach().clone())
+    for name, mod in (("o", a.o_proj), ("gate", m.gate_proj), ("up", m.up_proj), ("down", m.down_proj)):
+        wt, bs, lo = _lin(mod)
+        w[name], w[name + "_b"] = (wt if lo is None else torch.empty_like(wt)), bs
+        if lo is not None: src[name] = (wt, lo)
+    return w, src
+
 # %% ../../nbs/25a_engines.ipynb #c012
 class FastSampler:
     "Batched sampling from a Llama/Qwen2-family model (LoRA merged), static KV cache, CUDA-graph decode, keyed draws."
@@ -149,16 +164,7 @@ class FastSampler:
         self.scale = self.layers[0].self_attn.scaling
         self.w, self._sources = [], []                     # per layer: tensors for decode_layer; how to refresh them
         for l in self.layers:
-            a, m = l.self_attn, l.mlp
-            qkv = [_lin(getattr(a, k + "_proj")) for k in "qkv"]
-            src = {"qkv": qkv}
-            w = dict(ln1=l.input_layernorm.weight, ln2=l.post_attention_layernorm.weight,
-                     qkv=torch.cat([t[0] for t in qkv]).detach().clone(),
-                     qkv_b=None if qkv[0][1] is None else torch.cat([t[1] for t in qkv]).detach().clone())
-            for name, mod in (("o", a.o_proj), ("gate", m.gate_proj), ("up", m.up_proj), ("down", m.down_proj)):
-                wt, bs, lo = _lin(mod)
-                w[name], w[name + "_b"] = (wt if lo is None else torch.empty_like(wt)), bs
-                if lo is not None: src[name] = (wt, lo)
+            w, src = _layer_weights(l)
             self.w.append(w); self._sources.append(src)
         L = len(self.layers)
         self.kc = [torch.zeros(batch, self.KV, max_len, self.dh, device=dev, dtype=dt) for _ in range(L)]
