@@ -6,6 +6,7 @@ chained through GPU jobs of at most 10 minutes with exact resume.
     python scripts/campaign.py train ARM RUNS --deadline-s 480 [--gguf FILE] [--model PATH] [--no-eval]
     python scripts/campaign.py pack RUNS/ARM FILE.tar.gz      # what the next job needs: config, tables, adapters, newest state
     python scripts/campaign.py unpack FILE.tar.gz RUNS
+    python scripts/campaign.py pack-runs RUNS FILE.tar.gz     # a whole job's runs for the next job, inside $OUT's 64 MiB
     python scripts/campaign.py rollouts RUNS                  # BC_DRAWS base draws per training prompt (filtered BC's data)
     python scripts/campaign.py train-bc ARM RUNS              # filtered BC, one epoch, then the held-out evaluation
     python scripts/campaign.py report RUNS RESULTS          # run folders of every arm and the held-out evaluation (CPU)
@@ -212,6 +213,42 @@ def pack(run_dir:Path, dest:Path):
         if (run_dir / "heldout").is_dir(): t.add(run_dir / "heldout", arcname=f"{run_dir.name}/heldout")
         if ck: t.add(ck[-1], arcname=f"{run_dir.name}/checkpoints/{ck[-1].name}")
     print(f"{dest}: {dest.stat().st_size / 2**20:.2f} MiB, newest state {ck[-1].name if ck else None}")
+
+
+def _finished(arm_dir:Path)->bool:
+    "An online arm at its last step, or an offline / card arm with a ledger line."
+    led = arm_dir / "ledger.jsonl"
+    if not led.exists(): return False
+    last = json.loads(led.read_text().splitlines()[-1])
+    return "end_step" not in last or last["end_step"] >= last["steps"]
+
+
+def pack_runs(runs:Path, dest:Path, limit_mb:float=58)->dict:
+    """Tar a job's runs so that the next job resumes them on a fresh machine, inside $OUT's 64 MiB: first every table, log
+    and ledger (never a checkpoint or rollout file), then the newest checkpoint of each unfinished arm, then the rollouts
+    an unfinished BC arm still needs, each while the raw total stays under `limit_mb`. Returns what was left out."""
+    ck = lambda d: sorted((c for c in (d / "checkpoints").glob("step-*") if not c.name.endswith(".tmp")), key=lambda c: int(c.name.split("-")[1]))
+    data = {"rollouts": ["bc_spread", "bc_sort"], "rollouts_card": ["bc_card"]}   # rollout folder: the BC arms that fit it
+    small, big = [], []
+    for f in sorted(runs.rglob("*")):
+        rel = f.relative_to(runs)
+        if not f.is_file() or "checkpoints" in rel.parts or f.name.endswith((".tar.gz", ".tmp.parquet")): continue
+        if rel.parts[0] in data and f.suffix == ".parquet":
+            if f.name == "card.parquet" or all((runs / a / "ledger.jsonl").exists() for a in data[rel.parts[0]]): continue
+            big.append(f); continue
+        small.append(f)
+    states = [ck(d)[-1] for d in sorted(runs.iterdir()) if d.is_dir() and ck(d) and not _finished(d)]
+    size = lambda p: sum(x.stat().st_size for x in ([p] if p.is_file() else p.rglob("*")) if x.is_file())
+    total, kept, left = sum(map(size, small)), [], []
+    for p in states + big:
+        if total + size(p) <= limit_mb * 2**20: kept.append(p); total += size(p)
+        else: left.append(p)
+    with tarfile.open(dest, "w:gz") as t:
+        for p in small + kept: t.add(p, arcname=str(p.relative_to(runs)))
+    res = dict(raw_mb=round(total / 2**20, 1), packed_mb=round(dest.stat().st_size / 2**20, 1), states=[str(p.relative_to(runs)) for p in states],
+               left_out=[str(p.relative_to(runs)) for p in left])
+    print(json.dumps(res), flush=True)
+    return res
 
 
 def unpack(src:Path, runs:Path):
@@ -680,7 +717,7 @@ def plan_card(out:Path)->dict:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("cmd", choices=["plan", "base", "train", "rollouts", "train-bc", "pack", "unpack", "chain-check", "report", "_train_small", "calibration-plan",
+    ap.add_argument("cmd", choices=["plan", "base", "train", "rollouts", "train-bc", "pack", "pack-runs", "unpack", "chain-check", "report", "_train_small", "calibration-plan",
                                      "plan-card", "rollouts-card", "base-card", "report-card", "card-waste"])
     ap.add_argument("--no-eval", action="store_true", help="train: skip the held-out evaluation at checkpoints")
     ap.add_argument("--close", action="store_true", help="rollouts-card: no new chunk; card.parquet from the chunks made (device time ran out)")
@@ -701,6 +738,7 @@ def main(argv=None):
     if a.cmd == "train-bc" and a.args and a.args[0] in OFFLINE_CARD: return train_bc_card(a.args[0], Path(a.args[1]), _model_path(a), over)
     if a.cmd == "report": return report(Path(a.args[0]), Path(a.args[1]))
     if a.cmd == "pack": return pack(Path(a.args[0]), Path(a.args[1]))
+    if a.cmd == "pack-runs": return pack_runs(Path(a.args[0]), Path(a.args[1]))
     if a.cmd == "unpack": return unpack(Path(a.args[0]), Path(a.args[1]))
     if a.cmd == "train":
         arm, runs = a.args

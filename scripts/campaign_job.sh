@@ -2,7 +2,9 @@
 # One GPU-box job of the campaign (scripts/campaign.py): join the embedded model, draw the base arm's held-out set
 # once, train the named arms side by side (round-robin over the GPUs; all on GPU 0 when there is one), and pack every
 # run into $OUT. The arm `bc` is the offline pair: base rollouts (once), then filtered BC with each batching scheme; the arm
-# `card` is the card-sampler arm (its base draws, chunked rollouts resumed job by job, then filtered BC).
+# `card` is the card-sampler arm (its base draws, chunked rollouts resumed job by job, then filtered BC); `calib` is the
+# calibration control v2 (published/h200_calibration_v2: needs altair and nbformat in /tmp/site); `chaincheck` trains a
+# short case unbroken and chained (campaign.py chain-check). Logs go to RUNS/_logs, packed with the runs.
 # Call 1 carries .devmodel/a and copies it to /tmp/m/ (see ../shared/tools/device-model.sh); this call carries
 # .devmodel/b and .campaign/src (a source snapshot: git archive <commit> proposal_nb + scripts/campaign.py + COMMIT).
 # Runs live in /tmp/runs, so a later call on the same warm machine resumes them; to resume on a fresh machine, put the
@@ -19,31 +21,36 @@ fi
 [ -d /tmp/site/gguf ] || python3 -m pip install -q --no-index --no-deps --target /tmp/site .devmodel/b/gguf-*.whl 2>&1 | tail -1
 export PYTHONPATH=/tmp/site:$PWD/.campaign/src
 [ -d .campaign/src/data ] || cp -r data .campaign/src/   # the embedded tasks: the snapshot holds the package only
-C="python3 .campaign/src/campaign.py"; R=/tmp/runs; mkdir -p $R
+C="python3 .campaign/src/campaign.py"; R=/tmp/runs; L=$R/_logs/job-$T0; mkdir -p $L
 if [ -n "$RESUME" ]; then cat $RESUME/runs.tgz.* > /tmp/resume.tar.gz && tar -xzf /tmp/resume.tar.gz -C $R && echo "resumed: $(ls $R)"; fi
 [ -d /tmp/cache/smollm2-135m-instruct-fp32 ] || python3 -c "from proposal_nb.lm.models import embedded_model_path as e; print(e(gguf='/tmp/m/smollm2.gguf'))"
 MODEL=/tmp/cache/smollm2-135m-instruct-fp32; NG=$(nvidia-smi -L | wc -l)
 nvidia-smi --query-gpu=name,memory.used --format=csv,noheader
 END=$(( T0 + BUDGET - 60 )); left() { echo $(( END - $(date +%s) )); }
 echo "arms ${ARMS[*]} on $NG GPU(s), stopping by $(( END - T0 )) s into the job"
-[ -f $R/base/heldout_draws.parquet ] || CUDA_VISIBLE_DEVICES=0 timeout $(left) $C base $R --model $MODEL > $OUT/base.log 2>&1 &
+[ -f $R/base/heldout_draws.parquet ] || CUDA_VISIBLE_DEVICES=0 timeout $(left) $C base $R --model $MODEL > $L/base.log 2>&1 &
 i=0
 for a in "${ARMS[@]}"; do
   export CUDA_VISIBLE_DEVICES=$(( i % NG )); i=$(( i + 1 ))
   if [ "$a" = bc ]; then
     timeout $(left) bash -c "( [ -f $R/rollouts/base.parquet ] || $C rollouts $R --model $MODEL ) &&
-      for b in bc_spread bc_sort; do [ -f $R/\$b/ledger.jsonl ] || $C train-bc \$b $R --model $MODEL; done" > $OUT/bc.log 2>&1 &
+      for b in bc_spread bc_sort; do [ -f $R/\$b/ledger.jsonl ] || $C train-bc \$b $R --model $MODEL; done" > $L/bc.log 2>&1 &
   elif [ "$a" = card ]; then   # the card-sampler arm: its own base draws, chunked rollouts (resumed job by job), then filtered BC
     timeout $(left) bash -c "( [ -f $R/base_card/heldout_draws.parquet ] || $C base-card $R --model $MODEL ) &&
       $C rollouts-card $R --model $MODEL --deadline-s \$(( $END - \$(date +%s) - 30 )) && [ -f $R/rollouts_card/card.parquet ] &&
-      ( [ -f $R/bc_card/ledger.jsonl ] || $C train-bc bc_card $R --model $MODEL )" > $OUT/card.log 2>&1 &
+      ( [ -f $R/bc_card/ledger.jsonl ] || $C train-bc bc_card $R --model $MODEL )" > $L/card.log 2>&1 &
+  elif [ "$a" = calib ]; then   # one run of the pre-registered control; it cannot resume, so a cut-off run starts again
+    [ -f $R/calibration_v2/summary.json ] || { rm -rf $R/calibration_v2; timeout $(left) python3 scripts/exec_notebook.py \
+      nbs/runs/30_calibration.ipynb out_dir=$R/calibration_v2 model=$MODEL n_bundles=38 bundle_size=1 "difficulties=['easy']" particles=4 \
+      rounds=3 reruns=1 bar=0.0 max_new_tokens=256 batch_size=152 judge_items=400 sandbox_workers=12 seed=0 n_boot=2000 > $L/calib.log 2>&1 & }
+  elif [ "$a" = chaincheck ]; then
+    [ -f $R/chain_check/chain_check.json ] || timeout $(left) $C chain-check $R/chain_check --steps 6 --split-at 3 --model $MODEL > $L/chaincheck.log 2>&1 &
   else
-    timeout $(( $(left) + 40 )) $C train $a $R --model $MODEL --deadline-s $(left) > $OUT/$a.log 2>&1 &
+    timeout $(( $(left) + 40 )) $C train $a $R --model $MODEL --deadline-s $(left) > $L/$a.log 2>&1 &
   fi
 done
 wait
-echo "sizes:"; du -sh $R/* $R/*/* 2>/dev/null | sort -h | tail -25
-tar -czf /tmp/runs.tar.gz -C $R --exclude='rollouts/base.parquet' --exclude='rollouts_card/card.parquet' --exclude='checkpoints/step-*/*.tmp' \
-  $(cd $R && for d in *; do [ -d $d/checkpoints ] && ls -d $d/* | grep -v checkpoints && echo $d/checkpoints/$(ls $d/checkpoints | grep -v tmp | sort -t- -k2 -n | tail -1) || echo $d; done)
-split -b 15000000 -d /tmp/runs.tar.gz $OUT/runs.tgz.
-for f in $OUT/*.log; do echo "== $f"; tail -4 $f; done; cat $R/*/ledger.jsonl; ls -la $OUT; echo "job wall $(( $(date +%s) - T0 )) s"
+echo "sizes:"; du -sh $R/* 2>/dev/null | sort -h | tail -25
+for f in $L/*.log; do echo "== $f"; tail -4 $f; done; cat $R/*/ledger.jsonl; cat $R/chain_check/chain_check.json 2>/dev/null
+$C pack-runs $R /tmp/runs.tar.gz && split -b 15000000 -d /tmp/runs.tar.gz $OUT/runs.tgz.
+ls -la $OUT; echo "job wall $(( $(date +%s) - T0 )) s"
