@@ -8,7 +8,8 @@ chained through GPU jobs of at most 10 minutes with exact resume.
     python scripts/campaign.py unpack FILE.tar.gz RUNS
     python scripts/campaign.py pack-runs RUNS FILE.tar.gz     # a whole job's runs for the next job, inside $OUT's 64 MiB
     python scripts/campaign.py rollouts RUNS                  # BC_DRAWS base draws per training prompt (filtered BC's data)
-    python scripts/campaign.py train-bc ARM RUNS              # filtered BC, one epoch, then the held-out evaluation
+    python scripts/campaign.py train-bc ARM RUNS --deadline-s 480   # filtered BC, one epoch (resumable), then the held-out evaluation
+    python scripts/campaign.py finished RUNS/ARM              # exit 0 when the arm's last job reached its last step
     python scripts/campaign.py report RUNS RESULTS          # run folders of every arm and the held-out evaluation (CPU)
     python scripts/campaign.py chain-check DIR --steps 6 --split-at 3 [--gguf FILE]
     python scripts/campaign.py calibration-plan OUT          # the calibration control v2's pre-registration (bundle size, task pool)
@@ -234,7 +235,7 @@ def pack_runs(runs:Path, dest:Path, limit_mb:float=58)->dict:
         rel = f.relative_to(runs)
         if not f.is_file() or "checkpoints" in rel.parts or f.name.endswith((".tar.gz", ".tmp.parquet")): continue
         if rel.parts[0] in data and f.suffix == ".parquet":
-            if f.name == "card.parquet" or all((runs / a / "ledger.jsonl").exists() for a in data[rel.parts[0]]): continue
+            if f.name == "card.parquet" or all(_finished(runs / a) for a in data[rel.parts[0]]): continue
             big.append(f); continue
         small.append(f)
     states = [ck(d)[-1] for d in sorted(runs.iterdir()) if d.is_dir() and ck(d) and not _finished(d)]
@@ -256,18 +257,21 @@ def unpack(src:Path, runs:Path):
     with tarfile.open(src) as t: t.extractall(runs, filter="data")
 
 
-def chain_check(d:Path, model_path:str, steps:int, split_at:int, arm:str="iguana", sets=())->bool:
-    "A short case trained unbroken and in two processes with pack/unpack between them: identical adapters and logs."
+def chain_check(d:Path, model_path:str, steps:int, split_at:int, arm:str="iguana", sets=(), deterministic:bool=True)->bool:
+    """A short case trained unbroken and in two processes with pack/unpack between them: identical adapters and logs.
+    On a GPU the equality needs deterministic kernels (`deterministic`): cuDNN's attention backward is not, so two unbroken
+    runs differ from the first step's gradient on (measured on the H200, 2026-12-01)."""
     from proposal_nb.lm.training import same_run
     d.mkdir(parents=True, exist_ok=True)
     job = lambda run_dir, stop: subprocess.run([sys.executable, __file__, "_train_small", arm, str(run_dir), "--steps", str(steps),
-                                                "--model", model_path, "--stop-at", str(stop), *(f"--set={x}" for x in sets)], check=True)
+                                                "--model", model_path, "--stop-at", str(stop), *(f"--set={x}" for x in sets),
+                                                *(["--deterministic"] if deterministic else [])], check=True)
     job(d / "unbroken", steps)
     job(d / "part1" / arm, split_at)
     pack(d / "part1" / arm, d / "part1.tar.gz"); unpack(d / "part1.tar.gz", d / "part2")
     job(d / "part2" / arm, steps)
     ok = same_run(d / "unbroken", d / "part2" / arm, steps)
-    res = dict(arm=arm, steps=steps, split_at=split_at, identical=bool(ok), gpu=_gpu())
+    res = dict(arm=arm, steps=steps, split_at=split_at, identical=bool(ok), deterministic=deterministic, gpu=_gpu())
     (d / "chain_check.json").write_text(json.dumps(res, indent=1)); print(json.dumps(res), flush=True)
     return ok
 
@@ -299,32 +303,44 @@ def rollouts(runs:Path, model_path:str)->Path:
     return out / "base.parquet"
 
 
-def train_bc(arm:str, runs:Path, model_path:str, overrides:dict|None=None)->dict:
-    "Filtered BC (one epoch) on the base rollouts with the arm's batching scheme; then the held-out evaluation."
+EVAL_RESERVE_S = 150  # seconds a BC call keeps for its held-out evaluation (55-100 s measured while the GPU is shared)
+
+
+def _bc_config(scheme:str, overrides:dict|None=None):
+    from proposal_nb.lm.training import OfflineConfig
+    return OfflineConfig(**(dict(epochs=1, batch_size=8, lr=SHARED["lr"], grad_clip=SHARED["grad_clip"], cap=SHARED["max_new_tokens"],
+                                 scheme=scheme, seed=SHARED["seed"]) | (overrides or {})))
+
+
+def fit_bc(arm:str, out:Path, samples, peft, cfg, deadline_s:float)->tuple:
+    """One call's share of a filtered-BC fit (resumed from out/checkpoints): (log so far, batches in all, ledger fields).
+    The fit is complete when len(log) == batches; a batch skipped by a guard is counted by its reason."""
+    from proposal_nb.lm.training import offline_data, train_offline
+    t0 = time.time()
+    ck = [int(c.name.split("-")[1]) for c in (out / "checkpoints").glob("step-*") if not c.name.endswith(".tmp")]
+    log = train_offline(peft, samples, cfg, out, progress=True, deadline_s=deadline_s - EVAL_RESERVE_S)
+    total = len(offline_data(samples, cfg).batches)
+    skipped = log.skipped[log.skipped != ""].value_counts().to_dict() if len(log) else {}
+    return log, total, dict(arm=arm, start_step=max(ck, default=0), end_step=len(log), steps=total, skipped=skipped,
+                            train_s=round(time.time() - t0, 1), valid_rollouts=int((samples.valid > 0).sum()), samples=len(samples))
+
+
+def train_bc(arm:str, runs:Path, model_path:str, overrides:dict|None=None, deadline_s:float=math.inf)->dict:
+    "Filtered BC (one epoch) on the base rollouts with the arm's batching scheme, resumable across jobs; then the held-out evaluation."
     import pandas as pd, torch
     from types import SimpleNamespace
     from proposal_nb.lm.models import add_lora, load_model
-    from proposal_nb.lm.training import OfflineConfig, train_offline
     from proposal_nb.programs.sandbox import Executor
     if arm not in OFFLINE: raise SystemExit(f"unknown offline arm {arm!r}; arms: {', '.join(OFFLINE)}")
     t0, out = time.time(), runs / arm
     samples = pd.read_parquet(runs / "rollouts" / "base.parquet")
     lm, tok = load_model(model_path); torch.manual_seed(SHARED["seed"]); peft = add_lora(lm, r=8, alpha=16)
-    cfg = OfflineConfig(**(dict(epochs=1, batch_size=8, lr=SHARED["lr"], grad_clip=SHARED["grad_clip"], cap=SHARED["max_new_tokens"],
-                                scheme=OFFLINE[arm][0], seed=SHARED["seed"]) | (overrides or {})))
-    log = train_offline(peft, samples, cfg, out, progress=True)
-    t_train = time.time() - t0
-    (out / "log.parquet").exists() or log.to_parquet(out / "log.parquet")
-    steps = len(log)
-    with Executor() as ex:
-        run = SimpleNamespace(model=peft, tok=tok, step=steps, dir=out)
-        ev = checkpoint_eval(run, runs / "base" / "heldout_draws.parquet", ex)
-    job = dict(arm=arm, steps=steps, valid_rollouts=int((samples.valid > 0).sum()), wall_s=round(time.time() - t0, 1),
-               train_s=round(t_train, 1), eval_s=ev["eval_s"], samples=len(samples), overrides=overrides or {}, gpu=_gpu(),
-               date=datetime.now(timezone.utc).isoformat(timespec="seconds"), commit=_commit())
-    with open(out / "ledger.jsonl", "a") as f: f.write(json.dumps(job) + "\n")
-    print(json.dumps(job), flush=True)
-    return job
+    log, total, job = fit_bc(arm, out, samples, peft, _bc_config(OFFLINE[arm][0], overrides), deadline_s)
+    ev = dict(eval_s=0)
+    if len(log) == total:
+        with Executor() as ex:
+            ev = checkpoint_eval(SimpleNamespace(model=peft, tok=tok, step=total, dir=out), runs / "base" / "heldout_draws.parquet", ex)
+    return _ledger(out, job | dict(wall_s=round(time.time() - t0, 1), eval_s=ev["eval_s"], overrides=overrides or {}))
 
 
 def heldout_tables(runs:Path):
@@ -622,10 +638,10 @@ def card_checkpoint_eval(model, tok, name:str, out:Path, runs:Path, ex, eval_kw:
     return res
 
 
-def train_bc_card(arm:str, runs:Path, model_path:str, overrides:dict|None=None, eval_kw:dict|None=None, valid=None)->dict:
-    "Filtered BC (one epoch) on the card rollouts with the arm's batching scheme; then the held-out evaluation under both priors."
+def train_bc_card(arm:str, runs:Path, model_path:str, overrides:dict|None=None, eval_kw:dict|None=None, valid=None,
+                  deadline_s:float=math.inf)->dict:
+    "Filtered BC (one epoch) on the card rollouts with the arm's batching scheme, resumable; then the held-out evaluation under both priors."
     import pandas as pd
-    from proposal_nb.lm.training import OfflineConfig, train_offline
     from proposal_nb.programs.sandbox import Executor
     if arm not in OFFLINE_CARD: raise SystemExit(f"unknown card arm {arm!r}; arms: {', '.join(OFFLINE_CARD)}")
     src = runs / "rollouts_card" / "card.parquet"
@@ -633,14 +649,12 @@ def train_bc_card(arm:str, runs:Path, model_path:str, overrides:dict|None=None, 
     t0, out = time.time(), runs / arm
     samples = pd.read_parquet(src)
     peft, tok = _card_model(model_path, SHARED["seed"])
-    cfg = OfflineConfig(**(dict(epochs=1, batch_size=8, lr=SHARED["lr"], grad_clip=SHARED["grad_clip"], cap=SHARED["max_new_tokens"],
-                                scheme=OFFLINE_CARD[arm][0], seed=SHARED["seed"]) | (overrides or {})))
-    log = train_offline(peft, samples, cfg, out, progress=True)
-    t_train = time.time() - t0
-    with Executor() as ex: ev = card_checkpoint_eval(peft, tok, f"step-{len(log)}", out, runs, ex, eval_kw, valid)
-    return _ledger(out, dict(arm=arm, steps=len(log), valid_rollouts=int((samples.valid > 0).sum()), samples=len(samples),
-                             draws_per_prompt=int(samples.groupby("prompt_id").size().min()), wall_s=round(time.time() - t0, 1),
-                             train_s=round(t_train, 1), eval_s=ev["eval_s"], zero_weight=ev["zero_weight"], overrides=overrides or {}))
+    log, total, job = fit_bc(arm, out, samples, peft, _bc_config(OFFLINE_CARD[arm][0], overrides), deadline_s)
+    ev = dict(eval_s=0, zero_weight=None)
+    if len(log) == total:
+        with Executor() as ex: ev = card_checkpoint_eval(peft, tok, f"step-{total}", out, runs, ex, eval_kw, valid)
+    return _ledger(out, job | dict(draws_per_prompt=int(samples.groupby("prompt_id").size().min()), wall_s=round(time.time() - t0, 1),
+                                   eval_s=ev["eval_s"], zero_weight=ev["zero_weight"], overrides=overrides or {}))
 
 
 def report_card_arms(runs:Path, out:Path, n_boot:int=2000)->Path:
@@ -717,7 +731,7 @@ def plan_card(out:Path)->dict:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("cmd", choices=["plan", "base", "train", "rollouts", "train-bc", "pack", "pack-runs", "unpack", "chain-check", "report", "_train_small", "calibration-plan",
+    ap.add_argument("cmd", choices=["plan", "base", "train", "rollouts", "train-bc", "pack", "pack-runs", "unpack", "finished", "chain-check", "report", "_train_small", "calibration-plan",
                                      "plan-card", "rollouts-card", "base-card", "report-card", "card-waste"])
     ap.add_argument("--no-eval", action="store_true", help="train: skip the held-out evaluation at checkpoints")
     ap.add_argument("--close", action="store_true", help="rollouts-card: no new chunk; card.parquet from the chunks made (device time ran out)")
@@ -726,6 +740,8 @@ def main(argv=None):
     ap.add_argument("--model", default=""); ap.add_argument("--steps", type=int, default=6)
     ap.add_argument("--split-at", type=int, default=3); ap.add_argument("--stop-at", type=int, default=None)
     ap.add_argument("--set", action="append", default=[], help="key=value over the arm's settings (smoke tests only)")
+    ap.add_argument("--deterministic", action=argparse.BooleanOptionalAction, default=True,
+                    help="chain-check: deterministic torch kernels (needed for bitwise equality on a GPU)")
     a = ap.parse_args(argv)
     over = {k: _cast(SHARED.get(k), v) for k, v in (x.split("=", 1) for x in a.set)}
     if a.cmd == "plan": return plan(Path(a.args[0]))
@@ -735,7 +751,9 @@ def main(argv=None):
     if a.cmd == "rollouts-card": return rollouts_card(Path(a.args[0]), _model_path(a), a.deadline_s, close=a.close)
     if a.cmd == "base-card": return base_prior_eval(Path(a.args[0]), _model_path(a))
     if a.cmd == "report-card": return report_card_arms(Path(a.args[0]), Path(a.args[1]))
-    if a.cmd == "train-bc" and a.args and a.args[0] in OFFLINE_CARD: return train_bc_card(a.args[0], Path(a.args[1]), _model_path(a), over)
+    if a.cmd == "train-bc" and a.args and a.args[0] in OFFLINE_CARD:
+        return train_bc_card(a.args[0], Path(a.args[1]), _model_path(a), over, deadline_s=a.deadline_s)
+    if a.cmd == "finished": return sys.exit(0 if _finished(Path(a.args[0])) else 1)
     if a.cmd == "report": return report(Path(a.args[0]), Path(a.args[1]))
     if a.cmd == "pack": return pack(Path(a.args[0]), Path(a.args[1]))
     if a.cmd == "pack-runs": return pack_runs(Path(a.args[0]), Path(a.args[1]))
@@ -746,11 +764,14 @@ def main(argv=None):
                      base_file=None if a.no_eval else Path(runs) / "base" / "heldout_draws.parquet")
     if a.cmd == "base": return base_eval(Path(a.args[0]), _model_path(a))
     if a.cmd == "rollouts": return rollouts(Path(a.args[0]), _model_path(a))
-    if a.cmd == "train-bc": return train_bc(a.args[0], Path(a.args[1]), _model_path(a), over)
+    if a.cmd == "train-bc": return train_bc(a.args[0], Path(a.args[1]), _model_path(a), over, deadline_s=a.deadline_s)
     if a.cmd == "chain-check":
-        return sys.exit(0 if chain_check(Path(a.args[0]), _model_path(a), a.steps, a.split_at, sets=a.set) else 1)
+        return sys.exit(0 if chain_check(Path(a.args[0]), _model_path(a), a.steps, a.split_at, sets=a.set, deterministic=a.deterministic) else 1)
     if a.cmd == "_train_small":  # one process of the chain check
         from dataclasses import replace
+        if a.deterministic:  # before CUDA starts: cuBLAS reads its workspace setting once
+            import torch
+            os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8"); torch.use_deterministic_algorithms(True)
         arm, run_dir = a.args
         cfg = arm_config(arm, over)
         cfg = replace(cfg, loop=replace(cfg.loop, steps=a.steps, checkpoint_every=a.steps + 1))

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One GPU-box job of the campaign (scripts/campaign.py): join the embedded model, draw the base arm's held-out set
 # once, train the named arms side by side (round-robin over the GPUs; all on GPU 0 when there is one), and pack every
-# run into $OUT. The arm `bc` is the offline pair: base rollouts (once), then filtered BC with each batching scheme; the arm
+# run into $OUT. The arm `bc` is the offline pair: base rollouts (once), then filtered BC with each batching scheme side by
+# side (each fit resumable across jobs); the arm
 # `card` is the card-sampler arm (its base draws, chunked rollouts resumed job by job, then filtered BC); `calib` is the
 # calibration control v2 (published/h200_calibration_v2: needs altair and nbformat in /tmp/site); `chaincheck` trains a
 # short case unbroken and chained (campaign.py chain-check). Logs go to RUNS/_logs, packed with the runs.
@@ -33,12 +34,12 @@ i=0
 for a in "${ARMS[@]}"; do
   export CUDA_VISIBLE_DEVICES=$(( i % NG )); i=$(( i + 1 ))
   if [ "$a" = bc ]; then
-    timeout $(left) bash -c "( [ -f $R/rollouts/base.parquet ] || $C rollouts $R --model $MODEL ) &&
-      for b in bc_spread bc_sort; do [ -f $R/\$b/ledger.jsonl ] || $C train-bc \$b $R --model $MODEL; done" > $L/bc.log 2>&1 &
+    timeout $(left) bash -c "( [ -f $R/rollouts/base.parquet ] || $C rollouts $R --model $MODEL ) && for b in bc_spread bc_sort; do
+      ( $C finished $R/\$b || $C train-bc \$b $R --model $MODEL --deadline-s \$(( $END - \$(date +%s) )) ) > $L/\$b.log 2>&1 & done; wait" > $L/bc.log 2>&1 &
   elif [ "$a" = card ]; then   # the card-sampler arm: its own base draws, chunked rollouts (resumed job by job), then filtered BC
     timeout $(left) bash -c "( [ -f $R/base_card/heldout_draws.parquet ] || $C base-card $R --model $MODEL ) &&
       $C rollouts-card $R --model $MODEL --deadline-s \$(( $END - \$(date +%s) - 30 )) && [ -f $R/rollouts_card/card.parquet ] &&
-      ( [ -f $R/bc_card/ledger.jsonl ] || $C train-bc bc_card $R --model $MODEL )" > $L/card.log 2>&1 &
+      ( $C finished $R/bc_card || $C train-bc bc_card $R --model $MODEL --deadline-s \$(( $END - \$(date +%s) )) )" > $L/card.log 2>&1 &
   elif [ "$a" = calib ]; then   # one run of the pre-registered control; it cannot resume, so a cut-off run starts again
     [ -f $R/calibration_v2/summary.json ] || { rm -rf $R/calibration_v2; timeout $(left) python3 scripts/exec_notebook.py \
       nbs/runs/30_calibration.ipynb out_dir=$R/calibration_v2 model=$MODEL n_bundles=38 bundle_size=1 "difficulties=['easy']" particles=4 \

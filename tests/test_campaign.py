@@ -26,3 +26,16 @@ def test_log_steps_are_log_spaced_and_end_at_the_budget():
     assert campaign.log_steps(250) == [4, 16, 63, 250]
     assert campaign.log_steps(1250) == [6, 35, 210, 1250]
     assert campaign.log_steps(1) == [1]
+
+
+def test_chain_check_on_cpu_is_exact(tmp_path):
+    "The chain check itself: four IGUANA steps unbroken, and in two processes with pack / unpack between them, are identical."
+    from proposal_nb.lm.models import tiny_model
+    m, tok = tiny_model(seed=0); m.save_pretrained(tmp_path / "m"); tok.save_pretrained(tmp_path / "m")
+    sets = ("M=2", "prompts_per_step=2", "max_new_tokens=8")
+    assert campaign.chain_check(tmp_path / "cc", str(tmp_path / "m"), steps=4, split_at=2, sets=sets)
+    res = json.loads((tmp_path / "cc" / "chain_check.json").read_text())
+    assert res == dict(arm="iguana", steps=4, split_at=2, identical=True, deterministic=True, gpu="cpu")
+    ck = tmp_path / "cc" / "part2" / "iguana" / "checkpoints"
+    steps = sorted(int(p.name.split("-")[1]) for p in ck.iterdir())
+    assert steps[0] == 2 and steps[-1] == 4                                  # the second process resumed from the packed step 2

@@ -83,13 +83,26 @@ def test_card_path_end_to_end(tmp_path, tiny_path):
     C.base_prior_eval(runs, tiny_path, "base", prior=DecodingConfig(), eval_kw=SMALL, valid=half_valid)
     bc = pd.read_parquet(runs / "base_card" / "heldout_draws.parquet")
     assert np.isfinite(bc.logp).all() and (bc.logp == bc.logq).all() and (bc.outside_kept == 0).all()
-    # 3. filtered BC on the card rollouts, then held-out draws under the card prior and, the same draws, under T = 1
-    job = C.train_bc_card("bc_card", runs, tiny_path, overrides=dict(batch_size=2, lr=1e-2), eval_kw=SMALL, valid=half_valid)
-    n_acc = int((roll.valid > 0).sum())
-    assert job["steps"] == -(-n_acc // 2) and job["valid_rollouts"] == n_acc and job["draws_per_prompt"] == 4
-    assert (runs / "bc_card" / "adapter").is_dir()
-    C.pack(runs / "bc_card", tmp_path / "bc_card.tar.gz")                      # what travels between jobs carries both priors' tables
+    # 3. filtered BC on the card rollouts in two jobs (the first stops after one batch at its deadline and packs its state
+    #    with the rollouts it still needs), then held-out draws under the card prior and, the same draws, under T = 1
     import tarfile
+    bc_kw = dict(overrides=dict(batch_size=2, lr=1e-2), eval_kw=SMALL, valid=half_valid)
+    part = C.train_bc_card("bc_card", runs, tiny_path, deadline_s=C.EVAL_RESERVE_S, **bc_kw)
+    n_acc = int((roll.valid > 0).sum())
+    assert part["start_step"] == 0 and part["end_step"] == 1 < part["steps"] == -(-n_acc // 2) and part["eval_s"] == 0
+    assert not C._finished(runs / "bc_card") and not (runs / "bc_card" / "heldout").exists()
+    packed = C.pack_runs(runs, tmp_path / "job1.tar.gz")
+    names = tarfile.open(tmp_path / "job1.tar.gz").getnames()
+    assert packed["states"] == ["bc_card/checkpoints/step-1"] and "bc_card/checkpoints/step-1/trainer.pt" in names
+    assert "rollouts_card/part-00000.parquet" in names and "rollouts_card/card.parquet" not in names
+    job = C.train_bc_card("bc_card", runs, tiny_path, **bc_kw)
+    assert job["start_step"] == 1 and job["end_step"] == job["steps"] == part["steps"] and C._finished(runs / "bc_card")
+    assert job["valid_rollouts"] == n_acc and job["draws_per_prompt"] == 4 and job["skipped"] == {}
+    assert (runs / "bc_card" / "adapter").is_dir()
+    packed = C.pack_runs(runs, tmp_path / "job2.tar.gz")                       # finished: neither its state nor its rollouts travel
+    names = tarfile.open(tmp_path / "job2.tar.gz").getnames()
+    assert packed["states"] == [] and not any("checkpoints" in n or n.startswith("rollouts_card/part-") for n in names)
+    C.pack(runs / "bc_card", tmp_path / "bc_card.tar.gz")                      # what travels between jobs carries both priors' tables
     names = tarfile.open(tmp_path / "bc_card.tar.gz").getnames()
     assert {f"bc_card/heldout/{p}step-{job['steps']}_{k}.parquet" for p in ("", "t1-") for k in ("draws", "prior")} <= set(names)
     name = f"step-{job['steps']}"
