@@ -264,3 +264,18 @@ def test_site_overview_leads_with_the_table(tmp_path):
     body = html[html.index("Findings of the published runs"):html.index("<h2>Runs</h2>")]
     assert body.count("<tr") == 10, body                                      # header + nine findings
     assert "iguana-step-250 − base: validity +" in body and ">reproduced<" in body and ">not run<" in body
+
+
+def test_anchor_prefers_the_strict_pair(tmp_path):
+    "With both pairs run, finding 3 reads the strict-potential arms and Z under strict (30 prompts, 12 at Z = 0 under strict "
+    "only; seeds 5 and 6): the no-error pair, where no prompt is hard, would have called it inconclusive."
+    z_strict, z_noerr = np.r_[np.zeros(12), np.full(18, 0.5)], np.full(30, 0.6)
+    for arm, late, seed in (("iguana_strict", 0.0, 5), ("iguana_kl_strict", 0.3, 6), ("iguana", 0.0, 5), ("iguana_kl", 0.0, 6)):
+        train_folder(tmp_path / f"campaign_{arm}", arm, training_draws(z_strict, np.where(z_strict == 0, late, 0.6), seed=seed))
+    ids = [f"p{i:03d}" for i in range(30)]
+    write_table(tmp_path / "h200_z_embedded", "z_table", pd.concat([pd.DataFrame(dict(prompt_id=ids, Z=z, C=z / 2, potential=p))
+                                                                    for z, p in ((z_noerr, "no_error"), (z_strict, "strict"))]))
+    write_json(tmp_path / "h200_z_embedded", "config", dict(kind="zx"))
+    r = row(tmp_path, 3)
+    assert r["verdict"] == F.REPRODUCED and r["project"].startswith("12 of 30 training prompts at Z ≤ 0.1 under strict"), r
+    assert r["source"].startswith("campaign_iguana_strict, campaign_iguana_kl_strict"), r

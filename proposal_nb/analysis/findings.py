@@ -222,6 +222,7 @@ class Sources(NamedTuple):
     breakeven: tuple = ("campaign_breakeven_{arm}", "h200_breakeven_{arm}") # the break-even of an arm
     calibration: tuple = ("campaign_calibration", "h200_calibration_v2", "h200_calibration")  # calibration and the control (v2: resized)
     card_eval: tuple = ("campaign_card_eval",)                               # (7) the card arms' evaluation (campaign.py report-card)
+    anchor: tuple = (("iguana_strict", "iguana_kl_strict", "strict"), ("iguana", "iguana_kl", "no_error"))  # (3) (free, anchored, potential): the first pair run
     base: str = "base"                                                       # the base model's checkpoint
     card_base: str = "base_card"                                             # (7) the card sampler's own draws
 
@@ -242,7 +243,8 @@ def _needs(names, arm="")->str: return " or ".join(n.format(arm=arm) for n in na
 
 def _fmt(iv:Interval|None, signed:bool=True, d:int=2)->str:
     if iv is None: return "—"
-    f = (lambda x: f"{x:+.{d}f}") if signed else (lambda x: f"{x:.{d}f}")
+    g = (lambda x: f"{x:+.{d}f}") if signed else (lambda x: f"{x:.{d}f}")
+    f = lambda x: g(0.0 if round(x, d) == 0 else x)              # no "−0.00": a value that rounds to zero prints as +0.00
     return f"{f(iv.est)} [{f(iv.lo)}, {f(iv.hi)}]".replace("-", "−")
 
 # %% ../../nbs/36_findings.ipynb #c019
@@ -332,13 +334,14 @@ def find_coverage(root, src:Sources, **kw)->Row|Missing:
     return Row(f"{ig} − {ms}: pass@{ks[-1] if ks else 'k'} {_fmt(cov)}; {ms} − {src.base}: distinct share {_fmt(sh)}", call, ev.name)
 
 # %% ../../nbs/36_findings.ipynb #c021
-def zx_rates(root, src:Sources)->tuple[pd.DataFrame, str]|None:
-    "Per-prompt Z(x) (no-error potential) of the base model's Z(x) run, and its folder name."
+def zx_rates(root, src:Sources, potential:str="no_error")->tuple[pd.DataFrame, str]|None:
+    "Per-prompt Z(x) under `potential` of the base model's Z(x) run, and its folder name."
     f = run_folder(root, src.zx)
     if f is None: return None
     z = read_table(f, "z_table")
     if z is None: raise ValueError(f"{f}: a Z(x) run needs a z_table")
-    if "potential" in z.columns: z = z[z.potential == "no_error"]
+    if "potential" in z.columns: z = z[z.potential == potential]
+    if z.empty: raise ValueError(f"{f}: its z_table has no rows for the {potential!r} potential")
     return z[["prompt_id", "Z"]].drop_duplicates("prompt_id"), f.name
 
 def training_change(draws:pd.DataFrame, # a training run's draws: step, prompt_id, valid
@@ -356,10 +359,12 @@ def mean_interval(x:np.ndarray, n_boot:int=2000, seed:int=0)->Interval:
     return Interval(float(x.mean()), float(lo[0]), float(hi[0]), len(x))
 
 def find_anchor(root, src:Sources, n_boot:int=2000, seed:int=0)->Row|Missing:
-    "(3) Anchored − free change of training validity on the hard prompts (Z ≤ HARD_Z)."
-    runs = {a: run_folder(root, src.train, a) for a in ("iguana", "iguana_kl")}
-    if None in runs.values(): return Missing(" and ".join(_needs(src.train, a) for a, f in runs.items() if f is None) + " (training draws)")
-    zx = zx_rates(root, src)
+    "(3) Anchored − free change of training validity on the hard prompts (Z ≤ HARD_Z under the pair's training potential)."
+    pairs = [(free, kl, pot, {a: run_folder(root, src.train, a) for a in (free, kl)}) for free, kl, pot in src.anchor]
+    ran = [p for p in pairs if None not in p[3].values()]
+    if not ran: return Missing(" or ".join(" and ".join(_needs(src.train, a) for a in (f, k)) for f, k, _, _ in pairs) + " (training draws)")
+    free, kl, pot, runs = ran[0]
+    zx = zx_rates(root, src, pot)
     if zx is None: return Missing(f"{_needs(src.zx)} (the base model's Z(x) per prompt)")
     d = {}
     for a, f in runs.items():
@@ -368,10 +373,10 @@ def find_anchor(root, src:Sources, n_boot:int=2000, seed:int=0)->Row|Missing:
         d[a] = training_change(t)
     t = pd.DataFrame(d).dropna().join(zx[0].set_index("prompt_id").Z, how="inner")
     hard = t[t.Z <= HARD_Z]
-    diff = mean_interval((hard.iguana_kl - hard.iguana).to_numpy(), n_boot, seed) if len(hard) >= MIN_HARD else None
-    text = (f"{len(hard)} of {len(t)} training prompts at Z ≤ {HARD_Z} ({zx[1]}); anchored − free change on them {_fmt(diff)}; "
-            f"all prompts: free {t.iguana.mean():+.2f}, anchored {t.iguana_kl.mean():+.2f}")
-    return Row(text, rule_anchor(diff, len(hard)), f"{runs['iguana'].name}, {runs['iguana_kl'].name}, {zx[1]}", "hard training prompts")
+    diff = mean_interval((hard[kl] - hard[free]).to_numpy(), n_boot, seed) if len(hard) >= MIN_HARD else None
+    text = (f"{len(hard)} of {len(t)} training prompts at Z ≤ {HARD_Z} under {pot} ({zx[1]}); anchored − free change on them "
+            f"{_fmt(diff)}; all prompts: free {t[free].mean():+.2f}, anchored {t[kl].mean():+.2f}")
+    return Row(text, rule_anchor(diff, len(hard)), f"{runs[free].name}, {runs[kl].name}, {zx[1]}", "hard training prompts")
 
 # %% ../../nbs/36_findings.ipynb #c023
 def normalizer_config(config:dict, # a training run's config.json (nested `training.normalizer` or the older flat keys)
