@@ -603,7 +603,10 @@ def train_offline(model, # a PeftModel
     model.eval()
     for k in tqdm(range(len(rows), end), disable=not progress, desc="filtered BC", initial=len(rows), total=len(D.batches)):
         if t_batch and time.time() - t_start + 2 * max(t_batch[-20:]) > deadline_s: break
-        rows.append(_bc_batch(model, opt, params, est, state, D, k, c)); t_batch.append(rows[-1]["t_update"])
+        try: rows.append(_bc_batch(model, opt, params, est, state, D, k, c))
+        except FloatingPointError:                        # keep the log up to the failure: the gradient norms that led to it
+            pd.DataFrame(rows).to_parquet(out / "log.failed.parquet"); raise
+        t_batch.append(rows[-1]["t_update"])
     _bc_checkpoint(out, model, opt, rows, c)
     log = pd.DataFrame(rows)
     if len(rows) == len(D.batches): log.to_parquet(out / "log.parquet"); model.save_pretrained(out / "adapter")
