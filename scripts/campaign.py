@@ -19,6 +19,9 @@ chained through GPU jobs of at most 10 minutes with exact resume.
     python scripts/campaign.py train-bc bc_card RUNS         # filtered BC on card rollouts; held-out draws under the card and T = 1 priors
     python scripts/campaign.py report-card RUNS RESULTS      # campaign_card_eval: base_card, bc_card, base, bc_card_t1prior
     python scripts/campaign.py card-waste [--model PATH]     # share of base T = 1 draws outside the card's kept set (weight 0)
+    python scripts/campaign.py plan-strict OUT               # the strict pair's pre-registration (campaign_strict.json, finding 3)
+    python scripts/campaign.py base-strict RUNS [--model PATH]   # the base arm's held-out draws regraded with strict (CPU, no GPU)
+    python scripts/campaign.py train iguana_strict RUNS ...  # (and iguana_kl_strict) trained and evaluated with r = strict
 
 At each log-spaced checkpoint, `train` also draws the held-out split (R x M = 4 x 10 per prompt, the same keys as
 every other arm) and re-scores the base arm's draws under the checkpoint (the report card's prior table), restoring
@@ -51,7 +54,19 @@ BC_DRAWS = 340  # x 59 training prompts = 20,060 rollouts: the online arms' samp
 WHY = dict(lr="1e-4: the project's earlier H200 runs of this 135M model; MISSION's 1e-5 is for 3B-30B models",
            mu0="0.48: the base model's mean validity on the 59 training prompts (published/h200_z_embedded, 1,180 draws)",
            checkpoints="log-spaced, 4 per factor of 4 in steps: round(steps^(k/4)), k = 1..4",
-           evaluation="held-out split (25 prompts), R x M = 4 x 10 draws per prompt and checkpoint, the same keys for every arm")
+           evaluation="held-out split (25 prompts), R x M = 4 x 10 draws per prompt and checkpoint, the same keys for every arm",
+           mu0_strict=("0.16: the base model's mean strict Z over the 59 training prompts, 0.1593 (published/h200_z_embedded/z_table.csv, "
+                       "potential strict, 20 draws per prompt, 1,180 draws), rounded to two places as mu0 = 0.48 is; recomputed by "
+                       "plan-strict (which refuses a mismatch) and pinned by tests/test_campaign_strict.py"))
+# The strict pair (MISSION finding 3), fixed before either ran: under no_error none of the 59 training prompts has Z(x) <= 0.1,
+# so the anchor finding cannot be tested; under strict 35 do (published/campaign_strict_plan/campaign_strict.json).
+STRICT = dict(potential="strict", mu0=0.16)   # the training potential r and its prior mean of Z (WHY["mu0_strict"])
+STRICT_ARMS = {  # arm: (the arm whose settings it copies, why); trained with r = STRICT["potential"] and mu0 = STRICT["mu0"]
+    "iguana_strict": ("iguana", "the published recipe trained with r = strict (passes all public tests): finding 3's anchor-free arm"),
+    "iguana_kl_strict": ("iguana_kl", "the published recipe with the KL anchor beta = 0.1 trained with r = strict: finding 3's anchored arm"),
+}
+STRICT_COMMAND = ("bash scripts/campaign_job.sh 560 iguana_strict iguana_kl_strict (chained jobs; base-strict runs on the box's CPU) "
+                  "&& .venv/bin/python scripts/campaign.py report RUNS published")
 
 
 def log_steps(steps:int, per:int=4)->list[int]:
@@ -59,11 +74,27 @@ def log_steps(steps:int, per:int=4)->list[int]:
     return sorted({max(1, round(steps ** (k / per))) for k in range(1, per + 1)})
 
 
+def arm_settings(arm:str)->dict:
+    "SHARED with an online arm's settings over it (a strict arm: the arm it copies, then STRICT's mu0)."
+    if arm in ARMS: return SHARED | ARMS[arm][0]
+    if arm in STRICT_ARMS: return SHARED | ARMS[STRICT_ARMS[arm][0]][0] | dict(mu0=STRICT["mu0"])
+    raise SystemExit(f"unknown arm {arm!r}; arms: {', '.join([*ARMS, *STRICT_ARMS])}")
+
+
+def train_potential(arm:str)->str:
+    "The potential r an arm trains with; its held-out validity is graded with the same one."
+    return STRICT["potential"] if arm in STRICT_ARMS else "no_error"
+
+
+def reference(arm:str)->str:
+    "The arm whose held-out draws an arm's report card re-scores and its evaluation compares against."
+    return "base_strict" if arm in STRICT_ARMS else "base"
+
+
 def arm_config(arm:str, overrides:dict|None=None):
     "The OnlineConfig of one arm (`overrides`: for smoke tests off the box only; they are recorded in the ledger)."
     from proposal_nb.lm.training import online_config
-    if arm not in ARMS: raise SystemExit(f"unknown arm {arm!r}; arms: {', '.join(ARMS)}")
-    s = SHARED | ARMS[arm][0] | (overrides or {})
+    s = arm_settings(arm) | (overrides or {})
     return online_config(**s, checkpoint_every=s["steps"] + 1)  # checkpoints are saved here, at log-spaced steps
 
 
@@ -111,19 +142,19 @@ def open_run(arm:str, run_dir:Path, model_path:str, config=None):
     torch.manual_seed(cfg.loop.seed)              # peft draws the LoRA A matrices from the global RNG
     peft = add_lora(lm, r=8, alpha=16)
     ex = Executor().__enter__()
-    return OnlineRun(peft, tok, train, make_potential("no_error", ex), cfg, run_dir, base_path=model_path), ex
+    return OnlineRun(peft, tok, train, make_potential(train_potential(arm), ex), cfg, run_dir, base_path=model_path), ex
 
 
 EVAL = dict(R=4, M=10, seed=7, batch_size=160)
 PASS_KS = (1, 2, 5, 10, 20, 40)  # pass@k budgets of the held-out report: up to R x M  # held-out draws per prompt and checkpoint: R x M = 40 (PSIS k-hat defined)
 
 
-def heldout_draws(model, tok, name:str, state, ex, keep_tokens:bool=False):
-    "The held-out split's R x M draws of one checkpoint (the same keys for every arm), with both densities and grades."
+def heldout_draws(model, tok, name:str, state, ex, keep_tokens:bool=False, valid:str="no_error"):
+    "The held-out split's R x M draws of one checkpoint (the same keys for every arm), with both densities and grades (`valid`: r's name)."
     from proposal_nb.lm.rollouts import evaluation_draws
     from proposal_nb.programs.potentials import make_potential
     _, heldout = _tasks()
-    return evaluation_draws(model, tok, heldout, name, state, EVAL["R"], EVAL["M"], make_potential("no_error", ex),
+    return evaluation_draws(model, tok, heldout, name, state, EVAL["R"], EVAL["M"], make_potential(valid, ex),
                             make_potential("correctness", ex), seed=EVAL["seed"], max_new_tokens=SHARED["max_new_tokens"],
                             batch_size=EVAL["batch_size"], keep_tokens=keep_tokens, progress=False, engine="auto")
 
@@ -144,8 +175,44 @@ def base_eval(runs:Path, model_path:str)->Path:
     return out / "heldout_draws.parquet"
 
 
-def checkpoint_eval(run, base_file:Path, ex)->dict:
-    "Evaluate the run's current adapter on the held-out split, invisibly to training (RNG states and mode restored)."
+def base_strict(runs:Path, model_path:str, valid:str="strict")->Path:
+    """The strict arms' reference on CPU: the base arm's own held-out draws (same rows, keys, tokens and densities) regraded with
+    `valid` (correct: correctness, counted only where valid, as `evaluation_draws` does). Each text is rebuilt from its token ids
+    (the engines' decode: special tokens skipped) and must hash to the stored text_hash; the ledger line says how many rows the
+    regrade with no_error and correctness reproduces."""
+    import numpy as np, pandas as pd
+    from transformers import AutoTokenizer
+    from proposal_nb.lm.rollouts import grade, text_hash
+    from proposal_nb.programs.potentials import make_potential
+    from proposal_nb.programs.sandbox import Executor
+    src, t0, out = runs / "base" / "heldout_draws.parquet", time.time(), runs / "base_strict"
+    if not src.exists(): raise SystemExit(f"{src} is missing: run `base` first (base-strict regrades its draws)")
+    d = pd.read_parquet(src)
+    if "token_ids" not in d: raise SystemExit(f"{src} has no token_ids column: its texts cannot be rebuilt")
+    tok = AutoTokenizer.from_pretrained(model_path)
+    texts = tok.batch_decode([list(t) for t in d.token_ids], skip_special_tokens=True)
+    bad = [i for i, (x, h) in enumerate(zip(texts, d.text_hash)) if text_hash(x) != h]
+    if bad: raise SystemExit(f"{src}: {len(bad)} rebuilt texts do not match their text_hash (first: row {bad[0]}, {d.prompt_id.iloc[bad[0]]}); "
+                             f"is {model_path} the tokenizer that drew them?")
+    by_id = {t.id: t for t in _tasks()[1]}
+    miss = sorted(set(d.prompt_id) - set(by_id))
+    if miss: raise SystemExit(f"{src}: prompt {miss[0]!r} is not in the held-out split ({len(miss)} such)")
+    with Executor() as ex:
+        r = grade({k: make_potential(k, ex) for k in dict.fromkeys([valid, "no_error", "correctness"])}, [by_id[i] for i in d.prompt_id], texts)
+    v = r[valid]
+    logr = np.log(np.where(v > 0, v, 1.0)); logr[v <= 0] = -np.inf
+    res = d.assign(checkpoint="base_strict", valid=v, correct=r["correctness"] * (v > 0), logr=logr)
+    out.mkdir(parents=True, exist_ok=True)
+    res.to_parquet(out / "heldout_draws.tmp.parquet"); (out / "heldout_draws.tmp.parquet").rename(out / "heldout_draws.parquet")
+    _ledger(out, dict(arm="base_strict", source=str(src.relative_to(runs)), regraded=dict(valid=valid, correct="correctness"), draws=len(res),
+                      validity=float(v.mean()), base_validity=float(d.valid.mean()), wall_s=round(time.time() - t0, 1),
+                      no_error_reproduced=int((r["no_error"] == d.valid.to_numpy()).sum()),
+                      correct_reproduced=int((r["correctness"] * (r["no_error"] > 0) == d.correct.to_numpy()).sum())))
+    return out / "heldout_draws.parquet"
+
+
+def checkpoint_eval(run, base_file:Path, ex, valid:str="no_error")->dict:
+    "Evaluate the run's current adapter on the held-out split (validity: `valid`), invisibly to training (RNG states and mode restored)."
     import pandas as pd, torch
     from proposal_nb.lm.rollouts import adapter_state, prior_table
     t0 = time.time()
@@ -154,7 +221,7 @@ def checkpoint_eval(run, base_file:Path, ex)->dict:
         time.sleep(1)
     rng, cuda_rng, training = torch.get_rng_state(), torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None, run.model.training
     name, state = f"step-{run.step}", {k: v.clone() for k, v in adapter_state(run.model).items()}
-    d = heldout_draws(run.model, run.tok, name, state, ex)
+    d = heldout_draws(run.model, run.tok, name, state, ex, valid=valid)
     prior = prior_table(run.model, pd.read_parquet(base_file), name, state)
     out = run.dir / "heldout"; out.mkdir(exist_ok=True)
     d.to_parquet(out / f"{name}_draws.parquet"); prior.to_parquet(out / f"{name}_prior.parquet")
@@ -180,7 +247,7 @@ def train(arm:str, run_dir:Path, model_path:str, deadline_s:float, config=None, 
             t_steps.append(time.time() - ts)
             if run.step in marks:
                 run.save()
-                if base_file is not None: evals.append(checkpoint_eval(run, base_file, ex))
+                if base_file is not None: evals.append(checkpoint_eval(run, base_file, ex, train_potential(arm)))
             if time.time() - t0 + 1.5 * max(t_steps[-3:]) + (60 if (run.step + 1) in marks else 0) > deadline_s: break
         if not run.checkpoint_dirs() or run.checkpoint_dirs()[-1].name != f"step-{run.step}": run.save()
     finally:
@@ -188,7 +255,8 @@ def train(arm:str, run_dir:Path, model_path:str, deadline_s:float, config=None, 
     job = dict(arm=arm, start_step=start, end_step=run.step, steps=L.steps, wall_s=round(time.time() - t0, 1),
                step_s_mean=round(sum(t_steps) / max(1, len(t_steps)), 3), train_s=round(sum(t_steps), 1),
                eval_s=round(sum(e["eval_s"] for e in evals), 1), samples=(run.step - start) * L.M * L.prompts_per_step,
-               overrides=overrides or {}, gpu=_gpu(), date=datetime.now(timezone.utc).isoformat(timespec="seconds"), commit=_commit())
+               overrides=overrides or {}, potential=run.potential.kind, gpu=_gpu(),
+               date=datetime.now(timezone.utc).isoformat(timespec="seconds"), commit=_commit())
     with open(run_dir / "ledger.jsonl", "a") as f: f.write(json.dumps(job) + "\n")
     print(json.dumps(job), flush=True)
     return job
@@ -343,14 +411,14 @@ def train_bc(arm:str, runs:Path, model_path:str, overrides:dict|None=None, deadl
     return _ledger(out, job | dict(wall_s=round(time.time() - t0, 1), eval_s=ev["eval_s"], overrides=overrides or {}))
 
 
-def heldout_tables(runs:Path):
-    "Every arm's held-out draws and prior tables (base first), checkpoints named ARM-step-N, in step order."
+def heldout_tables(runs:Path, ref:str="base", arms=None):
+    "The reference arm's and every arm's held-out draws and prior tables (`ref` first), checkpoints named ARM-step-N, in step order."
     import pandas as pd
     from proposal_nb.results import checkpoint_parts
-    base = pd.read_parquet(runs / "base" / "heldout_draws.parquet")
-    draws, prior = [base.drop(columns=["prompt_ids", "token_ids"]).assign(arm="base", checkpoint="base")], []
+    base = pd.read_parquet(runs / ref / "heldout_draws.parquet")
+    draws, prior = [base.drop(columns=["prompt_ids", "token_ids"]).assign(arm=ref, checkpoint=ref)], []
     prior.append(draws[0].assign(logq=draws[0].logp))
-    for arm in [a for a in [*ARMS, *OFFLINE] if (runs / a / "heldout").is_dir()]:
+    for arm in [a for a in (arms if arms is not None else [*ARMS, *OFFLINE]) if (runs / a / "heldout").is_dir()]:
         files = sorted((runs / arm / "heldout").glob("step-*_draws.parquet"), key=lambda f: checkpoint_parts(f.name.split("_")[0])[1])
         for f in files:
             name = f"{arm}-{f.name.split('_')[0]}"
@@ -375,47 +443,68 @@ def gpu_minutes(ledgers:dict)->dict:
     return {a: dict(wall=round(sum(j["wall_s"] for j in js) / 60, 2), attributed=round(share[a] / 60, 2)) for a, js in ledgers.items()}
 
 
-def provenance(ledgers:dict, runs_note:str="")->dict:
+USER_COMMAND = "bash scripts/campaign_job.sh 560 iguana msc iguana_kl rb_msc && .venv/bin/python scripts/campaign.py report RUNS published"
+
+
+def provenance(ledgers:dict, runs_note:str="", user_command:str=USER_COMMAND)->dict:
     "machine, date, commit and command of a campaign folder, read from the jobs' ledgers."
     jobs = [j for js in ledgers.values() for j in js]
     return dict(machine=f"{sorted({j.get('gpu') for j in jobs} - {None})} (nvidia-h200 device, bf16; arms side by side on one GPU)",
                 date=max(j["date"] for j in jobs), commit=sorted({str(j.get("commit")) for j in jobs}),
                 command="bash scripts/campaign_job.sh BUDGET_S ARM [ARM ...] (chained jobs, runs resumed from /tmp/runs or packed parts); "
                         "then python scripts/campaign.py report RUNS published" + runs_note,
-                user_command="bash scripts/campaign_job.sh 560 iguana msc iguana_kl rb_msc && .venv/bin/python scripts/campaign.py report RUNS published")
+                user_command=user_command)
 
 
 def report(runs:Path, out:Path, n_boot:int=2000):
-    "Write the campaign's results folder through the results contract: one train run per arm and one evaluation."
+    """Write the campaign's results folders through the results contract: one train run per arm, the held-out evaluation
+    campaign_eval (validity: no_error, against base) and, once base-strict has run, campaign_strict_eval (the strict pair:
+    validity strict, against base_strict), never mixed."""
     import pandas as pd
-    from proposal_nb.analysis.evaluation import evaluation_tables, write_evaluation
-    from proposal_nb.analysis.report_card import report_card
     from proposal_nb.results import write_json, write_table
     plan_doc = json.loads((runs / "campaign.json").read_text()) if (runs / "campaign.json").exists() else {}
     ledgers = {a.name: [json.loads(l) for l in (a / "ledger.jsonl").read_text().splitlines()]
                for a in sorted(runs.iterdir()) if (a / "ledger.jsonl").exists()}
     minutes = gpu_minutes(ledgers)
-    for arm in [a for a in [*ARMS, *OFFLINE] if (runs / a / "log.parquet").exists()]:
+    what = {a: v[1] for a, v in [*ARMS.items(), *OFFLINE.items(), *STRICT_ARMS.items()]}
+    for arm in [a for a in what if (runs / a / "log.parquet").exists()]:
         d = out / f"campaign_{arm}"
         write_table(d, "log", pd.read_parquet(runs / arm / "log.parquet"))
         if (runs / arm / "draws.parquet").exists(): write_table(d, "draws", pd.read_parquet(runs / arm / "draws.parquet"))
         cfg = json.loads((runs / arm / "config.json").read_text())
-        what = ARMS[arm][1] if arm in ARMS else OFFLINE[arm][1]
         steps = cfg.get("loop", {}).get("steps")
         reached = max((j.get("end_step", j.get("steps", 0)) for j in ledgers.get(arm, [])), default=0)
-        write_json(d, "config", dict(kind="train", arm=arm, what=what, training=cfg, split=SPLIT, jobs=ledgers.get(arm, []),
+        write_json(d, "config", dict(kind="train", arm=arm, what=what[arm], training=cfg, potential=train_potential(arm), split=SPLIT,
+                                     jobs=ledgers.get(arm, []),
                                      status="complete" if arm in OFFLINE or reached == steps else f"PARTIAL: step {reached} of {steps}",
-                                     gpu_minutes=minutes[arm], **provenance({arm: ledgers.get(arm, [])})))
-    draws, prior = heldout_tables(runs)
+                                     gpu_minutes=minutes[arm], **provenance({arm: ledgers.get(arm, [])},
+                                                                            user_command=STRICT_COMMAND if arm in STRICT_ARMS else USER_COMMAND)))
+    strict_side = {*STRICT_ARMS, "base_strict"}
+    main = {a: js for a, js in ledgers.items() if a not in strict_side}
+    e = write_heldout(out / "campaign_eval", *heldout_tables(runs), n_boot,
+                      dict(campaign=plan_doc, gpu_minutes={a: minutes[a] for a in main}), provenance(main))
+    if (runs / "base_strict" / "heldout_draws.parquet").exists():
+        side = {a: js for a, js in ledgers.items() if a in strict_side}
+        write_heldout(out / "campaign_strict_eval", *heldout_tables(runs, "base_strict", list(STRICT_ARMS)), n_boot,
+                      dict(potentials=dict(valid=STRICT["potential"], correct="correctness"), strict=strict_design(),
+                           gpu_minutes={a: minutes[a] for a in side}), provenance(side, user_command=STRICT_COMMAND))
+    return e
+
+
+def write_heldout(e:Path, draws, prior, n_boot:int, meta:dict, prov:dict)->Path:
+    "One held-out evaluation folder: summary, paired (every pair, the reference first), per_prompt, draws, prior, report card, config."
+    from proposal_nb.analysis.evaluation import evaluation_tables, write_evaluation
+    from proposal_nb.analysis.report_card import report_card
+    from proposal_nb.results import write_json, write_table
     names = list(dict.fromkeys(draws.checkpoint))
-    ev = evaluation_tables(draws, checkpoints=names, ks=PASS_KS, n_boot=n_boot)   # pass@k up to R x M = 40
-    e = out / "campaign_eval"
+    n = int(draws.groupby(["checkpoint", "prompt_id"]).size().min())                                  # R x M draws per prompt
+    ev = evaluation_tables(draws, checkpoints=names, ks=[k for k in PASS_KS if k <= n], n_boot=n_boot)   # pass@k up to R x M
     write_evaluation(e, ev)
     write_table(e, "draws", draws); write_table(e, "prior", prior)
     card = report_card(draws, prior, split="heldout", n_boot=n_boot, checkpoints=names)
     write_table(e, "report_card", ev.summary[["checkpoint", "arm", "step"]].drop_duplicates().merge(card.table, on="checkpoint"))
-    write_json(e, "config", dict(kind="evaluate", model="embedded:SmolLM2-135M-Instruct", split=SPLIT, eval=EVAL, campaign=plan_doc,
-                                 gpu_minutes=minutes, checkpoints=names, **provenance(ledgers)))
+    write_json(e, "config", dict(kind="evaluate", model="embedded:SmolLM2-135M-Instruct", split=SPLIT, eval=EVAL, **meta,
+                                 checkpoints=names, **prov))
     print(ev.summary[ev.summary.metric.isin(["validity", "pass1", "wacc"])].pivot(index="checkpoint", columns="metric", values="estimate").round(3))
     return e
 
@@ -729,10 +818,71 @@ def plan_card(out:Path)->dict:
     return doc
 
 
+def strict_design()->dict:
+    "The strict pair's design: arms, training potential, evaluation, reference and the folders the report writes."
+    arms = {}
+    for a, (src, why) in STRICT_ARMS.items():
+        st = arm_settings(a)
+        arms[a] = dict(copies=src, what=why, potential=STRICT["potential"], settings=st, checkpoints=log_steps(st["steps"]),
+                       draws=st["steps"] * st["M"] * st["prompts_per_step"])
+    return dict(arms=arms, split=SPLIT, potential=STRICT["potential"], mu0=STRICT["mu0"], mu0_why=WHY["mu0_strict"],
+                same_as=("iguana / iguana_kl: the same split, seed, step and sample budget, estimator, clips, anchor and held-out "
+                         "keys; only r (no_error -> strict) and mu0 (0.48 -> 0.16, the prior mean of Z under the new r) differ"),
+                evaluation=(f"held-out split, R x M = {EVAL['R']} x {EVAL['M']} per prompt and checkpoint with EVAL's keys (every "
+                            "arm's); valid graded with strict, correct with correctness (counted where valid), so wacc and validity "
+                            "mean the strict target"),
+                reference=("base_strict: the base arm's same held-out draws (runs/base/heldout_draws.parquet) regraded with strict on "
+                           "CPU (`campaign.py base-strict`), texts rebuilt from their token ids and checked against text_hash"),
+                folders=dict(train=[f"campaign_{a}" for a in STRICT_ARMS], evaluate="campaign_strict_eval (base_strict first; never "
+                             "mixed into campaign_eval, whose validity means no_error)"),
+                command=STRICT_COMMAND)
+
+
+def strict_zcounts(z_dir:Path|None=None)->dict:
+    "The training prompts' base-model Z(x) under strict and no_error (published/h200_z_embedded/z_table.csv): hard counts and means."
+    import pandas as pd
+    from proposal_nb.analysis.findings import HARD_Z
+    z_dir = z_dir or Path(__file__).resolve().parents[1] / "published" / "h200_z_embedded"
+    z, ids = pd.read_csv(z_dir / "z_table.csv"), [t.id for t in _tasks()[0]]
+    res = {}
+    for pot in (STRICT["potential"], "no_error"):
+        zp = z[z.potential == pot].set_index("prompt_id")
+        miss = [i for i in ids if i not in zp.index]
+        if miss: raise SystemExit(f"{z_dir}/z_table.csv: no {pot} row for training prompt {miss[0]!r} ({len(miss)} missing)")
+        t = zp.loc[ids]
+        res[pot] = dict(prompts=len(t), draws=int(t.n.sum()), mean_Z=round(float(t.Z.mean()), 4), hard=int((t.Z <= HARD_Z).sum()),
+                        zero=int((t.Z == 0).sum()), hard_prompts=sorted(t.index[t.Z <= HARD_Z]))
+    return dict(folder=z_dir.name, file="z_table.csv", hard_z=HARD_Z, by_potential=res)
+
+
+def plan_strict(out:Path, z_dir:Path|None=None)->dict:
+    "Write campaign_strict.json: the strict pair's design, the Z(x) counts that make finding 3 testable, the finding and its rule."
+    from proposal_nb.analysis.findings import HARD_Z, MIN_HARD
+    z = strict_zcounts(z_dir)
+    mean = z["by_potential"][STRICT["potential"]]["mean_Z"]
+    if round(mean, 2) != STRICT["mu0"]: raise SystemExit(f"mu0 = {STRICT['mu0']} but the training prompts' mean strict Z is {mean}")
+    doc = dict(written=datetime.now(timezone.utc).isoformat(timespec="seconds"), commit=_commit(),
+               finding="MISSION finding 3: anchor-free training drifts on Z = 0 prompts while the KL anchor holds",
+               why=(f"under the campaign's no_error potential {z['by_potential']['no_error']['hard']} of 59 training prompts have "
+                    f"Z <= {HARD_Z} (fewer than {MIN_HARD}: untestable); under strict {z['by_potential']['strict']['hard']} do, "
+                    f"{z['by_potential']['strict']['zero']} at Z = 0"),
+               rule=dict(function="proposal_nb.analysis.findings.rule_anchor (read by find_anchor)", hard_z=HARD_Z, min_hard=MIN_HARD,
+                         statistic=("per training prompt, training_change = mean strict validity of its training draws over the last "
+                                    "quarter of the steps minus over the first quarter (campaign_<arm>/draws); hard prompts: base Z <= "
+                                    f"{HARD_Z} under strict; the mean over hard prompts of (iguana_kl_strict - iguana_strict), with a "
+                                    "95% prompt-bootstrap CI (2,000 resamples, seed 0)"),
+                         decides=(f"with >= {MIN_HARD} hard prompts: CI above 0 reproduces the finding, CI below 0 does not reproduce "
+                                  f"it, a CI across 0 is inconclusive; fewer than {MIN_HARD}: inconclusive")),
+               design=strict_design(), z=z)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "campaign_strict.json").write_text(json.dumps(doc, indent=1)); print(json.dumps(doc, indent=1))
+    return doc
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("cmd", choices=["plan", "base", "train", "rollouts", "train-bc", "pack", "pack-runs", "unpack", "finished", "chain-check", "report", "_train_small", "calibration-plan",
-                                     "plan-card", "rollouts-card", "base-card", "report-card", "card-waste"])
+                                     "plan-card", "rollouts-card", "base-card", "report-card", "card-waste", "plan-strict", "base-strict"])
     ap.add_argument("--no-eval", action="store_true", help="train: skip the held-out evaluation at checkpoints")
     ap.add_argument("--close", action="store_true", help="rollouts-card: no new chunk; card.parquet from the chunks made (device time ran out)")
     ap.add_argument("args", nargs="*")
@@ -747,6 +897,8 @@ def main(argv=None):
     if a.cmd == "plan": return plan(Path(a.args[0]))
     if a.cmd == "calibration-plan": return calibration_plan(Path(a.args[0]))
     if a.cmd == "plan-card": return plan_card(Path(a.args[0]))
+    if a.cmd == "plan-strict": return plan_strict(Path(a.args[0]))
+    if a.cmd == "base-strict": return base_strict(Path(a.args[0]), _model_path(a))
     if a.cmd == "card-waste": return card_waste(_model_path(a))
     if a.cmd == "rollouts-card": return rollouts_card(Path(a.args[0]), _model_path(a), a.deadline_s, close=a.close)
     if a.cmd == "base-card": return base_prior_eval(Path(a.args[0]), _model_path(a))
@@ -761,7 +913,7 @@ def main(argv=None):
     if a.cmd == "train":
         arm, runs = a.args
         return train(arm, Path(runs) / arm, _model_path(a), a.deadline_s, config=arm_config(arm, over), overrides=over,
-                     base_file=None if a.no_eval else Path(runs) / "base" / "heldout_draws.parquet")
+                     base_file=None if a.no_eval else Path(runs) / reference(arm) / "heldout_draws.parquet")
     if a.cmd == "base": return base_eval(Path(a.args[0]), _model_path(a))
     if a.cmd == "rollouts": return rollouts(Path(a.args[0]), _model_path(a))
     if a.cmd == "train-bc": return train_bc(a.args[0], Path(a.args[1]), _model_path(a), over, deadline_s=a.deadline_s)
