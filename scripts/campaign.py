@@ -482,7 +482,7 @@ def report(runs:Path, out:Path, n_boot:int=2000):
     strict_side = {*STRICT_ARMS, "base_strict"}
     main = {a: js for a, js in ledgers.items() if a not in strict_side}
     e = write_heldout(out / "campaign_eval", *heldout_tables(runs), n_boot,
-                      dict(campaign=plan_doc, gpu_minutes={a: minutes[a] for a in main}), provenance(main))
+                      dict(campaign=plan_doc, gpu_minutes={a: minutes[a] for a in main}, jobs=main), provenance(main))
     if (runs / "base_strict" / "heldout_draws.parquet").exists():
         side = {a: js for a, js in ledgers.items() if a in strict_side}
         write_heldout(out / "campaign_strict_eval", *heldout_tables(runs, "base_strict", list(STRICT_ARMS)), n_boot,

@@ -31,10 +31,12 @@ USER_COMMAND = ".venv/bin/python scripts/campaign_analysis.py published"
 
 # ---- GPU time of arms that shared one GPU ------------------------------------------------------------------------
 def job_shares(configs:dict, # {arm: its campaign_<arm>/config.json} (jobs: start_step, end_step, wall_s, date, gpu)
+               others:dict|None=None, # {name: ledger lines} of the other jobs that shared the GPU (base, rollouts, ...)
               )->pd.DataFrame: # one row per job: arm, job, start_step, end_step, wall_s, attributed_s, share
-    "Each job's attributed seconds (campaign.gpu_minutes over every job of every arm) and share = attributed / wall."
+    "Each job's attributed seconds (campaign.gpu_minutes over every job of every arm and of `others`) and share = attributed / wall."
     ledgers = {f"{a}#{i}": [j] for a, c in configs.items() for i, j in enumerate(c.get("jobs", []))}
     if not ledgers: raise ValueError(f"no jobs in the configs of arms {sorted(configs)}")
+    ledgers |= {f"other:{a}#{i}": [j] for a, js in (others or {}).items() if a not in configs for i, j in enumerate(js)}
     m = campaign.gpu_minutes(ledgers)
     rows = [dict(arm=a, job=i, start_step=int(j["start_step"]), end_step=int(j["end_step"]), wall_s=float(j["wall_s"]),
                  attributed_s=60 * m[f"{a}#{i}"]["attributed"]) for a, c in configs.items() for i, j in enumerate(c.get("jobs", []))]
@@ -501,7 +503,7 @@ def main(argv=None):
     if not arms: raise SystemExit(f"{root}: no arm of {eval_arms} has a campaign_<arm>/log.parquet")
     configs = {x: read_json(root / f"campaign_{x}", "config") for x in arms}
     sources = {f"campaign_{x}": c for x, c in configs.items()} | {"campaign_eval": read_json(ev, "config"), ZX: read_json(root / ZX, "config") or {}}
-    shares = job_shares(configs)
+    shares = job_shares(configs, read_json(ev, "config").get("jobs"))   # the other jobs on the GPU (rollouts, base, ...) share it too
     n_base = int(read_table(ev, "draws").query("checkpoint == 'base'").groupby("prompt_id").size().min())
     for x in arms:
         be, extra = breakeven_arm(x, ev, root / f"campaign_{x}", shares, a.n_boot, a.seed)
