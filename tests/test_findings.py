@@ -279,3 +279,16 @@ def test_anchor_prefers_the_strict_pair(tmp_path):
     r = row(tmp_path, 3)
     assert r["verdict"] == F.REPRODUCED and r["project"].startswith("12 of 30 training prompts at Z ≤ 0.1 under strict"), r
     assert r["source"].startswith("campaign_iguana_strict, campaign_iguana_kl_strict"), r
+
+
+def test_calibration_need_beyond_the_task_pool(tmp_path):
+    "v2's shape: 38 bundles of one easy function, a gain too small to decide; the size it would need exceeds the pool."
+    f, B = tmp_path / "h200_calibration_v2", ["0", "all"]
+    write_table(f, "hill", pd.DataFrame(dict(bucket=B, programs=[1289, 535], pass_rate=[0.031, 0.828], wilson_lo=[0.023, 0.794],
+                                             wilson_hi=[0.042, 0.858])))
+    write_table(f, "primary", pd.DataFrame(dict(arm=["resample", "star"], pass_rate=[0.294, 0.270], gain=[0.0, -0.024],
+                                                gain_lo=[0.0, -0.094], gain_hi=[0.0, 0.042], bar=0.0)))
+    write_json(f, "config", dict(kind="calibration", n_bundles=38, bar=0.0, bundle_size=1, difficulties=["easy"], task_set="embedded"))
+    r = row(tmp_path, 9)
+    assert r["verdict"] == F.INCONCLUSIVE and "more than the 38 disjoint bundles its task pool holds (easy, size 1)" in r["decides"], r
+    assert F.calibration_pool(dict(bundle_size=5)) == 24                  # v1: all 124 embedded tasks, bundles of five

@@ -21,8 +21,8 @@ __all__ = ['REPRODUCED', 'NOT_REPRODUCED', 'INCONCLUSIVE', 'NOT_RUN', 'PRIMARY_A
            'rule_calibration', 'Sources', 'run_folder', 'EvalTables', 'eval_tables', 'last_checkpoint',
            'paired_interval', 'ratio_change', 'Row', 'Missing', 'find_validity', 'find_coverage', 'zx_rates',
            'training_change', 'mean_interval', 'find_anchor', 'normalizer_config', 'replay_zhat', 'find_guards',
-           'find_skyline', 'find_batching', 'find_prior', 'find_breakeven', 'find_calibration', 'Finding',
-           'findings_table']
+           'find_skyline', 'find_batching', 'find_prior', 'find_breakeven', 'find_calibration', 'calibration_pool',
+           'Finding', 'findings_table']
 
 # %% ../../nbs/36_findings.ipynb #c005
 REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_RUN = "reproduced", "not reproduced", "inconclusive", "not run"
@@ -507,7 +507,22 @@ def find_calibration(root, src:Sources, **kw)->Row|Missing:
     txt = (f"hidden pass, bucket '{BUCKETS[0]}': {bottom.est:.1%} ({bottom.n} programs), '{BUCKETS[-1]}': {top.est:.1%} ({top.n}); "
            f"star {float(p.loc['star', 'pass_rate']):.1%} vs resample {float(p.loc['resample', 'pass_rate']):.1%}, gain {_fmt(gain, d=3)}"
            + (f" ({nb} bundles)" if nb else ""))
-    return Row(txt, rule_calibration(top, bottom, gain, bar, floor), f.name, "bundles")
+    call = rule_calibration(top, bottom, gain, bar, floor)
+    pool = calibration_pool(cfg)
+    if call.need and pool is not None and call.need > pool:
+        call = call._replace(note="; ".join(x for x in (call.note, f"more than the {pool} disjoint bundles its task pool holds "
+                                                                 f"({', '.join(cfg.get('difficulties') or ['all'])}, size {cfg.get('bundle_size', 5)})") if x))
+    return Row(txt, call, f.name, "bundles")
+
+def calibration_pool(cfg:dict, # a calibration run's config.json
+                    )->int|None: # disjoint bundles its embedded task pool holds; None: not the embedded tasks
+    "How many disjoint bundles the control's task pool can give: eligible embedded tasks of its difficulties // bundle size."
+    if cfg.get("task_set", "embedded") != "embedded": return None
+    from proposal_nb.analysis.calibration import eligible_tasks
+    from proposal_nb.programs.tasks import load_embedded
+    diffs = cfg.get("difficulties") or []
+    tasks = [t for t in eligible_tasks(load_embedded()) if not diffs or t.tags.get("difficulty") in diffs]
+    return len(tasks) // int(cfg.get("bundle_size", 5))
 
 # %% ../../nbs/36_findings.ipynb #c027
 class Finding(NamedTuple):
