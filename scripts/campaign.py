@@ -294,8 +294,9 @@ def _finished(arm_dir:Path)->bool:
 
 def pack_runs(runs:Path, dest:Path, limit_mb:float=58)->dict:
     """Tar a job's runs so that the next job resumes them on a fresh machine, inside $OUT's 64 MiB: first every table, log
-    and ledger (never a checkpoint or rollout file), then the newest checkpoint of each unfinished arm, then the rollouts
-    an unfinished BC arm still needs, each while the raw total stays under `limit_mb`. Returns what was left out."""
+    and ledger (never a checkpoint or rollout file), then the rollouts an unfinished BC arm still needs (a few MB, and its
+    state is useless without them), then the newest checkpoint of each unfinished arm, each while the raw total stays
+    under `limit_mb`. Returns what was left out."""
     ck = lambda d: sorted((c for c in (d / "checkpoints").glob("step-*") if not c.name.endswith(".tmp")), key=lambda c: int(c.name.split("-")[1]))
     data = {"rollouts": ["bc_spread", "bc_sort"], "rollouts_card": ["bc_card"]}   # rollout folder: the BC arms that fit it
     small, big = [], []
@@ -309,7 +310,7 @@ def pack_runs(runs:Path, dest:Path, limit_mb:float=58)->dict:
     states = [ck(d)[-1] for d in sorted(runs.iterdir()) if d.is_dir() and ck(d) and not _finished(d)]
     size = lambda p: sum(x.stat().st_size for x in ([p] if p.is_file() else p.rglob("*")) if x.is_file())
     total, kept, left = sum(map(size, small)), [], []
-    for p in states + big:
+    for p in big + states:
         if total + size(p) <= limit_mb * 2**20: kept.append(p); total += size(p)
         else: left.append(p)
     with tarfile.open(dest, "w:gz") as t:

@@ -39,3 +39,28 @@ def test_chain_check_on_cpu_is_exact(tmp_path):
     ck = tmp_path / "cc" / "part2" / "iguana" / "checkpoints"
     steps = sorted(int(p.name.split("-")[1]) for p in ck.iterdir())
     assert steps[0] == 2 and steps[-1] == 4                                  # the second process resumed from the packed step 2
+
+
+def test_pack_runs_keeps_tables_then_rollouts_then_unfinished_states(tmp_path):
+    "Inside the limit: every small file, the rollouts an unfinished BC arm needs, then the states in turn; finished arms' states never."
+    import tarfile
+    r = tmp_path / "runs"
+    def put(rel, mb=0.0, text=None):
+        f = r / rel; f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(text) if text is not None else f.write_bytes(bytes(int(mb * 2**20)))
+    led = lambda end, steps: json.dumps(dict(end_step=end, steps=steps)) + "\n"
+    put("rollouts/base.parquet", 1.0); put("rollouts/ledger.jsonl", text="{}\n")
+    put("bc_spread/ledger.jsonl", text=led(5, 10)); put("bc_spread/checkpoints/step-5/trainer.pt", 1.0)
+    put("msc_m2/ledger.jsonl", text=led(35, 1250)); put("msc_m2/checkpoints/step-6/trainer.pt", 1.0)
+    put("msc_m2/checkpoints/step-35/trainer.pt", 1.0); put("msc_m2/log.parquet", 0.01)
+    put("iguana/ledger.jsonl", text=led(250, 250)); put("iguana/checkpoints/step-250/trainer.pt", 1.0); put("iguana/heldout/x.parquet", 0.01)
+    res = campaign.pack_runs(r, tmp_path / "p.tgz", limit_mb=2.5)
+    names = set(tarfile.open(tmp_path / "p.tgz").getnames())
+    assert {"rollouts/base.parquet", "msc_m2/log.parquet", "iguana/heldout/x.parquet", "bc_spread/checkpoints/step-5/trainer.pt"} <= names
+    assert res["states"] == ["bc_spread/checkpoints/step-5", "msc_m2/checkpoints/step-35"] and res["left_out"] == ["msc_m2/checkpoints/step-35"]
+    assert not any("iguana/checkpoints" in n or "step-6" in n for n in names)      # finished arm; older state
+    put("bc_sort/ledger.jsonl", text=led(10, 10)); put("bc_spread/ledger.jsonl", text=led(10, 10))
+    put("bc_spread/checkpoints/step-10/trainer.pt", 0.1)
+    res = campaign.pack_runs(r, tmp_path / "q.tgz", limit_mb=2.5)               # both BC arms finished: their rollouts stay behind
+    names = set(tarfile.open(tmp_path / "q.tgz").getnames())
+    assert "rollouts/base.parquet" not in names and res["states"] == ["msc_m2/checkpoints/step-35"] and res["left_out"] == []
