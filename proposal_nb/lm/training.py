@@ -558,7 +558,8 @@ def _bc_batch(model, opt, params:list, est, state, D:OfflineData, k:int, c:Offli
     if bad: raise FloatingPointError(f"batch {k + 1} (sample rows {b.tolist()}): parameter {bad[0]} is no longer finite "
                                      f"(loss {loss}, gradient norm {gnorm}); the fit cannot go on")
     extra = {} if why == "logq" else est.summary(info)
-    return dict(epoch=ep, step=k + 1, loss=loss, grad_norm=gnorm, skipped=why, **extra,
+    with torch.no_grad(): wnorm = float(torch.sqrt(sum((p.float() ** 2).sum() for p in params)))   # a drift shows here first
+    return dict(epoch=ep, step=k + 1, loss=loss, grad_norm=gnorm, adapter_norm=wnorm, skipped=why, **extra,
                 padding=float(1 - mask.float().mean()), t_update=time.perf_counter() - t0, n_samples=len(b))
 
 def _bc_checkpoint(out:Path, model, opt, rows:list, c:OfflineConfig):
