@@ -376,7 +376,7 @@ EVAL_RESERVE_S = 150  # seconds a BC call keeps for its held-out evaluation (55-
 
 
 def _bc_config(scheme:str, overrides:dict|None=None):
-    from proposal_nb.lm.training import OfflineConfig
+    from proposal_nb.lm.filtered_bc import OfflineConfig
     return OfflineConfig(**(dict(epochs=1, batch_size=8, lr=SHARED["lr"], grad_clip=SHARED["grad_clip"], cap=SHARED["max_new_tokens"],
                                  scheme=scheme, seed=SHARED["seed"]) | (overrides or {})))
 
@@ -384,7 +384,7 @@ def _bc_config(scheme:str, overrides:dict|None=None):
 def fit_bc(arm:str, out:Path, samples, peft, cfg, deadline_s:float)->tuple:
     """One call's share of a filtered-BC fit (resumed from out/checkpoints): (log so far, batches in all, ledger fields).
     The fit is complete when len(log) == batches; a batch skipped by a guard is counted by its reason."""
-    from proposal_nb.lm.training import offline_data, train_offline
+    from proposal_nb.lm.filtered_bc import offline_data, train_offline
     t0 = time.time()
     ck = [int(c.name.split("-")[1]) for c in (out / "checkpoints").glob("step-*") if not c.name.endswith(".tmp")]
     log = train_offline(peft, samples, cfg, out, progress=True, deadline_s=deadline_s - EVAL_RESERVE_S)

@@ -6,7 +6,7 @@ import json, math, shutil, time
 from contextlib import nullcontext
 from dataclasses import dataclass, asdict, field, fields
 from pathlib import Path
-from typing import NamedTuple, Sequence
+from typing import Sequence
 import numpy as np
 import pandas as pd
 import torch
@@ -15,7 +15,7 @@ from ..estimators import registry as E
 from ..estimators.iguana import IguanaConfig
 from ..estimators.normalizer import NormalizerConfig
 from ..programs.tasks import Task
-from .densities import DecodingConfig, score_tokens, completion_token_logprobs
+from .densities import DecodingConfig, score_tokens
 from .generation import row_keys
 from .engines import make_engine, check_weights
 from ..theory.design import ema_floor
@@ -25,7 +25,7 @@ from .rollouts import PotentialFn, prompt_texts, text_hash, adapter_state, load_
 # %% auto #0
 __all__ = ['EXTENDABLE', 'TIMING', 'LoopConfig', 'EstimatorConfig', 'NormalizerSettings', 'PriorSettings', 'OnlineConfig',
            'online_config', 'step_seed', 'step_prompts', 'adam_moment_norm', 'global_visit', 'RunHooks', 'OnlineRun',
-           'same_run', 'OfflineConfig', 'OfflineData', 'offline_data', 'train_offline']
+           'same_run']
 
 # %% ../../nbs/27_training.ipynb #c007
 @dataclass
@@ -499,116 +499,3 @@ def same_run(a:Path, b:Path, step:int)->bool:
     same_w = all(torch.equal(sa["adapter"][k], sb["adapter"][k]) for k in sa["adapter"]) and sa["adapter"].keys() == sb["adapter"].keys()
     la, lb = (pd.read_parquet(Path(x) / "log.parquet").drop(columns=list(TIMING)) for x in (a, b))
     return same_w and la.equals(lb)
-
-# %% ../../nbs/27_training.ipynb #c036
-@dataclass
-class OfflineConfig:
-    "An offline filtered-BC run."
-    epochs: int = 1               # passes over the accepted samples
-    batch_size: int = 8           # samples per step
-    lr: float = 1e-5              # Adam learning rate
-    grad_clip: float = 1.0        # gradient-norm clip
-    cap: int = 400                # completion tokens counted per sample
-    scheme: str = "spread"        # a key of proposal_nb.estimators.batching.SCHEMES (sort, random, diverse, tiered, spread)
-    seed: int = 42
-
-class OfflineData(NamedTuple):
-    "The accepted rollouts of a filtered-BC run and its fixed visiting order."
-    data: pd.DataFrame            # the accepted samples, reindexed 0..N-1
-    ids: torch.Tensor             # [N] prompt index of each sample
-    n_prompts: int                # prompts with at least one accepted sample
-    batches: list                 # (epoch, sample rows) of every batch of every epoch, in visiting order
-
-def offline_data(samples:pd.DataFrame, # rollouts: prompt_id, prompt_ids, token_ids, valid (r)
-                 c:OfflineConfig)->OfflineData:
-    "The rejection step, prompt indices and every epoch's batches: a pure function of the samples and the config."
-    from proposal_nb.estimators import batching, offline
-    for col in ("prompt_id", "prompt_ids", "token_ids", "valid"):
-        if col not in samples.columns: raise ValueError(f"samples lack column {col!r}")
-    if c.scheme not in batching.SCHEMES: raise ValueError(f"unknown batching scheme {c.scheme!r}; use one of {', '.join(batching.SCHEMES)}")
-    acc = offline.accept(torch.log(torch.as_tensor(samples.valid.to_numpy(float).copy())), torch.Generator().manual_seed(c.seed)).numpy()
-    data = samples[acc].reset_index(drop=True)
-    if data.empty: raise ValueError("no accepted sample: nothing to fit (every prompt has k = 0)")
-    pid = {p: i for i, p in enumerate(pd.unique(data.prompt_id))}
-    ids = torch.tensor([pid[p] for p in data.prompt_id])
-    lengths = np.array([len(t) for t in data.token_ids])
-    batches = [(ep, np.asarray(b)) for ep in range(c.epochs)
-               for b in batching.make_batches(c.scheme, lengths, ids.numpy(), c.batch_size, gen=np.random.default_rng([c.seed, ep]))]
-    return OfflineData(data, ids, len(pid), batches)
-
-# %% ../../nbs/27_training.ipynb #c036a
-def _bc_batch(model, opt, params:list, est, state, D:OfflineData, k:int, c:OfflineConfig)->dict:
-    "Batch k of the fit: the `bc` step and an Adam step, or none (skipped, with its reason) where a number is not finite."
-    from proposal_nb.estimators import offline
-    ep, b = D.batches[k]
-    t0 = time.perf_counter()
-    tok_lq, mask = completion_token_logprobs(model, [list(D.data.prompt_ids[i]) for i in b], [list(D.data.token_ids[i]) for i in b])
-    lq = offline.sequence_logq(tok_lq, mask, c.cap)
-    opt.zero_grad(set_to_none=True)
-    loss, gnorm, why = float("nan"), float("nan"), "logq"
-    if torch.isfinite(lq).all():
-        z = torch.zeros(len(b), 1, dtype=torch.float64)
-        _, loss_t, info = est.step(state, E.Visit(D.ids[b], lq[:, None].cpu(), z, z), torch.Generator())
-        loss_t.backward()
-        loss, gnorm = float(loss_t.detach()), float(torch.nn.utils.clip_grad_norm_(params, c.grad_clip))
-        why = "" if math.isfinite(loss) and math.isfinite(gnorm) else "grad"
-    if why: opt.zero_grad(set_to_none=True)
-    else: opt.step()
-    bad = [n for n, p in model.named_parameters() if p.requires_grad and not torch.isfinite(p).all()]
-    if bad: raise FloatingPointError(f"batch {k + 1} (sample rows {b.tolist()}): parameter {bad[0]} is no longer finite "
-                                     f"(loss {loss}, gradient norm {gnorm}); the fit cannot go on")
-    extra = {} if why == "logq" else est.summary(info)
-    with torch.no_grad(): wnorm = float(torch.sqrt(sum((p.float() ** 2).sum() for p in params)))   # a drift shows here first
-    return dict(epoch=ep, step=k + 1, loss=loss, grad_norm=gnorm, adapter_norm=wnorm, skipped=why, **extra,
-                padding=float(1 - mask.float().mean()), t_update=time.perf_counter() - t0, n_samples=len(b))
-
-def _bc_checkpoint(out:Path, model, opt, rows:list, c:OfflineConfig):
-    "checkpoints/step-k/trainer.pt after k batches (older ones removed): all a later call needs to go on exactly."
-    k = len(rows); d = out / "checkpoints" / f"step-{k}"; tmp = d.with_name(d.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True); tmp.mkdir(parents=True)
-    torch.save(dict(step=k, adapter=adapter_state(model), optimizer=opt.state_dict(), log=rows, config=asdict(c)), tmp / "trainer.pt")
-    for old in (out / "checkpoints").glob("step-*"):
-        if old != tmp: shutil.rmtree(old)
-    tmp.rename(d)
-
-def _bc_resume(out:Path, model, opt, c:OfflineConfig)->list:
-    "The log rows of the newest checkpoint, its adapter and Adam state restored; [] when there is none."
-    ck = sorted((p for p in (out / "checkpoints").glob("step-*") if not p.name.endswith(".tmp") and (p / "trainer.pt").exists()),
-                key=lambda p: int(p.name.split("-")[1]))
-    if not ck: return []
-    s = torch.load(ck[-1] / "trainer.pt", weights_only=False)
-    if s["config"] != asdict(c): raise ValueError(f"{out} holds a filtered-BC run with another config: {s['config']}, not {asdict(c)}")
-    mine = adapter_state(model)
-    if set(mine) != set(s["adapter"]) or any(mine[n].shape != s["adapter"][n].shape for n in mine):
-        raise ValueError(f"{ck[-1]} holds an adapter that does not fit this model (LoRA rank or target modules differ)")
-    load_adapter_state(model, s["adapter"]); opt.load_state_dict(s["optimizer"])
-    return s["log"]
-
-# %% ../../nbs/27_training.ipynb #c036b
-def train_offline(model, # a PeftModel
-                  samples:pd.DataFrame, # rollouts: prompt_id, prompt_ids, token_ids, valid (r)
-                  config:OfflineConfig, run_dir, progress:bool=True,
-                  deadline_s:float=math.inf, # seconds this call may run: it checkpoints and returns before a batch would pass them
-                  stop_after:int|None=None, # or stop (checkpointing) once this many batches are done in all
-                 )->pd.DataFrame: # the log so far: complete when it has a row per batch (then log.parquet and adapter/ exist)
-    "Filtered BC on the accepted samples; a later call with the same run_dir resumes from the newest checkpoint."
-    c, out, t_start = config, Path(run_dir), time.time(); out.mkdir(parents=True, exist_ok=True)
-    (out / "config.json").write_text(json.dumps(asdict(c), indent=2))
-    D = offline_data(samples, c)
-    est = E.make("bc")
-    state = est.init(D.n_prompts, E.Rollouts(D.ids, torch.ones(len(D.ids), dtype=torch.bool)))
-    params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.Adam(params, lr=c.lr, weight_decay=0.0)
-    rows = _bc_resume(out, model, opt, c)
-    end, t_batch = len(D.batches) if stop_after is None else min(stop_after, len(D.batches)), []
-    model.eval()
-    for k in tqdm(range(len(rows), end), disable=not progress, desc="filtered BC", initial=len(rows), total=len(D.batches)):
-        if t_batch and time.time() - t_start + 2 * max(t_batch[-20:]) > deadline_s: break
-        try: rows.append(_bc_batch(model, opt, params, est, state, D, k, c))
-        except FloatingPointError:                        # keep the log up to the failure: the gradient norms that led to it
-            pd.DataFrame(rows).to_parquet(out / "log.failed.parquet"); raise
-        t_batch.append(rows[-1]["t_update"])
-    _bc_checkpoint(out, model, opt, rows, c)
-    log = pd.DataFrame(rows)
-    if len(rows) == len(D.batches): log.to_parquet(out / "log.parquet"); model.save_pretrained(out / "adapter")
-    return log
