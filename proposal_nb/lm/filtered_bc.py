@@ -71,11 +71,12 @@ def _bc_batch(model, opt, params:list, est, state, D:OfflineData, k:int, c:Offli
         why = "" if math.isfinite(loss) and math.isfinite(gnorm) else "grad"
     if why: opt.zero_grad(set_to_none=True)
     else: opt.step()
-    bad = [n for n, p in model.named_parameters() if p.requires_grad and not torch.isfinite(p).all()]
-    if bad: raise FloatingPointError(f"batch {k + 1} (sample rows {b.tolist()}): parameter {bad[0]} is no longer finite "
-                                     f"(loss {loss}, gradient norm {gnorm}); the fit cannot go on")
-    extra = {} if why == "logq" else est.summary(info)
     with torch.no_grad(): wnorm = float(torch.sqrt(sum((p.float() ** 2).sum() for p in params)))   # a drift shows here first
+    if not math.isfinite(wnorm):
+        bad = next(n for n, p in model.named_parameters() if p.requires_grad and not torch.isfinite(p).all())
+        raise FloatingPointError(f"batch {k + 1} (sample rows {b.tolist()}): parameter {bad} is no longer finite "
+                                 f"(loss {loss}, gradient norm {gnorm}); the fit cannot go on")
+    extra = {} if why == "logq" else est.summary(info)
     return dict(epoch=ep, step=k + 1, loss=loss, grad_norm=gnorm, adapter_norm=wnorm, skipped=why, **extra,
                 padding=float(1 - mask.float().mean()), t_update=time.perf_counter() - t0, n_samples=len(b))
 
@@ -110,13 +111,13 @@ def train_offline(model, # a PeftModel
                  )->pd.DataFrame: # the log so far: complete when it has a row per batch (then log.parquet and adapter/ exist)
     "Filtered BC on the accepted samples; a later call with the same run_dir resumes from the newest checkpoint."
     c, out, t_start = config, Path(run_dir), time.time(); out.mkdir(parents=True, exist_ok=True)
-    (out / "config.json").write_text(json.dumps(asdict(c), indent=2))
     D = offline_data(samples, c)
     est = E.make("bc")
     state = est.init(D.n_prompts, E.Rollouts(D.ids, torch.ones(len(D.ids), dtype=torch.bool)))
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.Adam(params, lr=c.lr, weight_decay=0.0)
-    rows = _bc_resume(out, model, opt, c)
+    rows = _bc_resume(out, model, opt, c)                  # refuses a run_dir that holds another config
+    (out / "config.json").write_text(json.dumps(asdict(c), indent=2))
     end, t_batch = len(D.batches) if stop_after is None else min(stop_after, len(D.batches)), []
     model.eval()
     for k in tqdm(range(len(rows), end), disable=not progress, desc="filtered BC", initial=len(rows), total=len(D.batches)):
