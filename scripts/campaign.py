@@ -285,7 +285,7 @@ def pack(run_dir:Path, dest:Path):
 
 
 def _finished(arm_dir:Path)->bool:
-    "An online arm at its last step, or an offline / card arm with a ledger line."
+    "The arm's last ledger line reached its last step (end_step >= steps; an older line without end_step counts as finished)."
     led = arm_dir / "ledger.jsonl"
     if not led.exists(): return False
     last = json.loads(led.read_text().splitlines()[-1])
