@@ -488,7 +488,7 @@ def report(runs:Path, out:Path, n_boot:int=2000):
         side = {a: js for a, js in ledgers.items() if a in strict_side}
         write_heldout(out / "campaign_strict_eval", *heldout_tables(runs, "base_strict", list(STRICT_ARMS)), n_boot,
                       dict(potentials=dict(valid=STRICT["potential"], correct="correctness"), strict=strict_design(),
-                           gpu_minutes={a: minutes[a] for a in side}), provenance(side, user_command=STRICT_COMMAND))
+                           gpu_minutes={a: minutes[a] for a in side}, jobs=side), provenance(side, user_command=STRICT_COMMAND))
     return e
 
 

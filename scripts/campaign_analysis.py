@@ -32,7 +32,7 @@ USER_COMMAND = ".venv/bin/python scripts/campaign_analysis.py published"
 # ---- GPU time of arms that shared one GPU ------------------------------------------------------------------------
 def job_shares(configs:dict, # {arm: its campaign_<arm>/config.json} (jobs: start_step, end_step, wall_s, date, gpu)
                others:dict|None=None, # {name: ledger lines} of the other jobs that shared the GPU (base, rollouts, ...)
-              )->pd.DataFrame: # one row per job: arm, job, start_step, end_step, wall_s, attributed_s, share
+              )->pd.DataFrame: # one row per job: arm (other:NAME for `others`), job, start_step, end_step, wall_s, attributed_s, share
     "Each job's attributed seconds (campaign.gpu_minutes over every job of every arm and of `others`) and share = attributed / wall."
     ledgers = {f"{a}#{i}": [j] for a, c in configs.items() for i, j in enumerate(c.get("jobs", []))}
     if not ledgers: raise ValueError(f"no jobs in the configs of arms {sorted(configs)}")
@@ -40,6 +40,8 @@ def job_shares(configs:dict, # {arm: its campaign_<arm>/config.json} (jobs: star
     m = campaign.gpu_minutes(ledgers)
     rows = [dict(arm=a, job=i, start_step=int(j["start_step"]), end_step=int(j["end_step"]), wall_s=float(j["wall_s"]),
                  attributed_s=60 * m[f"{a}#{i}"]["attributed"]) for a, c in configs.items() for i, j in enumerate(c.get("jobs", []))]
+    rows += [dict(arm=f"other:{a}", job=i, start_step=0, end_step=0, wall_s=float(j["wall_s"]), attributed_s=60 * m[f"other:{a}#{i}"]["attributed"])
+             for a, js in (others or {}).items() if a not in configs for i, j in enumerate(js)]
     d = pd.DataFrame(rows)
     return d.assign(share=(d.attributed_s / d.wall_s).clip(upper=1.0))
 
@@ -78,6 +80,53 @@ def breakeven_arm(arm:str, # the arm
     be = breakeven(rates, trained, bill, costs, K_max=K_MAX, n_boot=n_boot, seed=seed)
     return be, dict(measured=per_sample_costs(log)._asdict(), attributed=costs._asdict(), rates=rates, log=alog)
 
+def is_online(log:pd.DataFrame)->bool:
+    "A training log of the online loop (a t_<stage> column per stage) rather than a filtered-BC fit (t_update only)."
+    from proposal_nb.analysis.breakeven import STAGES
+    return all(f"t_{st}" in log.columns for st in STAGES)
+
+def pooled_costs(logs:list)->object:
+    "Per-sample seconds of each stage pooled over attributed online logs (Σ seconds / Σ samples): this model's serving costs."
+    from proposal_nb.analysis.breakeven import per_sample_costs
+    if not logs: raise ValueError("no online log to take the serving costs from")
+    return per_sample_costs(pd.concat(logs, ignore_index=True))
+
+def offline_bill(arm:str, # an offline (filtered-BC) arm
+                 steps:int, # its batches (the one checkpoint)
+                 shares:pd.DataFrame, # job_shares rows, the rollouts job among them (arm other:rollouts)
+                 draws:int, # rollouts drawn (each checked once)
+                 costs, # serving costs (pooled_costs): the checker's seconds per sample
+                 rollouts:str="rollouts", # the rollout job's ledger name
+                )->pd.DataFrame: # one row: step, samples, checker_calls, wall_s, gpu_h
+    """The training bill of a filtered-BC fit: its rollouts (every draw checked once) and its fit. The rollout job's seconds
+    less its checker seconds (draws x the checker's measured seconds per sample) are generation on the GPU, scaled by the job's
+    share; the fit's seconds (train_s of each job) by their jobs' shares; the checker as measured."""
+    r, f = shares[shares.arm == f"other:{rollouts}"], shares[shares.arm == arm]
+    if r.empty: raise ValueError(f"no {rollouts} job among the shared jobs: the bill of {arm} needs it")
+    if f.empty: raise ValueError(f"no job of {arm}")
+    check_s, wall = draws * costs.potential, float(r.wall_s.sum())
+    gen_s = max(wall - check_s, 0.0) * float(r.attributed_s.sum()) / wall       # the rollout job's GPU seconds at its share
+    fit_s = float((f.train_s * f.share).sum())
+    return pd.DataFrame(dict(step=[steps], samples=[float(draws)], checker_calls=[float(draws)], wall_s=[gen_s + check_s + fit_s],
+                             gpu_h=[(gen_s + fit_s) / 3600]))
+
+def breakeven_offline(arm:str, ev:Path, train:Path, shares:pd.DataFrame, costs, n_boot:int=2000, seed:int=0)->tuple:
+    "BreakEven of a filtered-BC arm: the base's Z, s, its checkpoint's per-prompt pass@1, and offline_bill (rollouts + fit)."
+    from proposal_nb.analysis.breakeven import breakeven, rates_from_table, trained_from_table
+    from proposal_nb.results import read_json, read_table
+    pp = read_table(ev, "per_prompt")
+    trained = trained_from_table(pp[pp.arm == arm][["prompt_id", "checkpoint", "step", "pass1"]])
+    if trained.empty: raise ValueError(f"{ev}: no checkpoint of arm {arm!r} in per_prompt")
+    jobs = read_json(train, "config")["jobs"]
+    sh = shares.merge(pd.DataFrame([dict(arm=arm, job=i, train_s=float(j["train_s"])) for i, j in enumerate(jobs)]), on=["arm", "job"], how="left")
+    bill = offline_bill(arm, int(trained.step.max()), sh.fillna(dict(train_s=0.0)), int(jobs[-1]["samples"]), costs)
+    be = breakeven(rates_from_table(read_table(ev, "draws"), ["base"]), trained, bill, costs, K_max=K_MAX, n_boot=n_boot, seed=seed)
+    note = (f"bill: the {int(bill.samples.iloc[0]):,} base rollouts (each checked once; the rollout job's seconds less its checker "
+            f"seconds are GPU generation, at the job's share) and the fit's train_s at its jobs' shares; serving: seconds per sample "
+            f"pooled over the online arms' attributed logs (the same model and engine)")
+    return be, dict(measured=costs._asdict(), attributed=costs._asdict(), rates=rates_from_table(read_table(ev, "draws"), ["base"]),
+                    source=f"campaign_eval jobs (rollouts) + campaign_{arm}/config.json jobs (train_s)", bill_note=note)
+
 def u_statement(pc:pd.DataFrame, # per_checkpoint, in step order
                 n:int, # prompts behind the CIs
                )->dict: # per currency: the step of the smallest N*, whether it is interior, the U rule's verdict and note
@@ -112,13 +161,14 @@ def write_breakeven(out:Path, # the folder campaign_breakeven_<arm>
     from proposal_nb.analysis.breakeven import amortized_marks, export_breakeven, plot_curve, plot_nstar
     from proposal_nb.pipeline import save_chart
     from proposal_nb.results import read_json, write_json, write_table
-    export_breakeven(be, out, source=f"campaign_{arm}/log.parquet, device stages x job share")
+    export_breakeven(be, out, source=extra.get("source", f"campaign_{arm}/log.parquet, device stages x job share"))
     write_table(out, "amortized", amortized_marks(be, NS))
     timing = read_json(out, "timing")
     timing |= dict(seconds_per_sample_measured=extra["measured"], seconds_per_sample_attributed=extra["attributed"],
+                   **({"bill_note": extra["bill_note"]} if "bill_note" in extra else {}),
                    jobs=shares[shares.arm == arm].drop(columns="arm").to_dict("records"),
-                   note="measured: the log's stage seconds on a GPU shared by 2-4 arms; attributed: device stages x the job's share "
-                        "(seconds_per_sample = attributed, used for every currency)")
+                   note=extra.get("bill_note", "measured: the log's stage seconds on a GPU shared by 2-5 jobs; attributed: device stages x "
+                                                 "the job's share (seconds_per_sample = attributed, used for every currency)"))
     write_json(out, "timing", timing)
     for cur in ("wall_s", "checker_calls", "gpu_h"): save_chart(plot_curve(be, cur, NS), out, f"curve_{cur}")
     save_chart(plot_nstar(be), out, "nstar")
@@ -131,7 +181,7 @@ def write_breakeven(out:Path, # the folder campaign_breakeven_<arm>
     write_json(out, "summary", summary)
     (out / "README.md").write_text(readme_breakeven(arm, pc, summary, timing))
     cfg = dict(kind="breakeven", arm=arm, out_dir=str(out), source=dict(rates="campaign_eval/draws.parquet (checkpoint base)",
-               trained=f"campaign_eval/per_prompt.csv (arm {arm}: pass1)", log=f"campaign_{arm}/log.parquet",
+               trained=f"campaign_eval/per_prompt.csv (arm {arm}: pass1)", log=extra.get("source", f"campaign_{arm}/log.parquet"),
                shares="campaign_<arm>/config.json jobs (every arm), scripts/campaign.py gpu_minutes"),
                base_checkpoints=["base"], checkpoints={str(c): int(s) for c, s in zip(pc.checkpoint, pc.step)}, K_max=K_MAX, Ns=list(NS),
                device_stages=list(be.device_stages), n_boot=n_boot, seed=seed,
@@ -355,11 +405,16 @@ def readme_breakeven(arm:str, pc:pd.DataFrame, summary:dict, timing:dict)->str:
                    + (f" ({v['note']})" if v["note"] else "") + (f", decided at about {v['need_prompts']} prompts" if v["need_prompts"] else "")
                    for c, v in u.items())
     sp, sm = timing["seconds_per_sample_attributed"], timing["seconds_per_sample_measured"]
+    secs = (f"""Seconds per sample (attributed: device stages x the job's share of the shared GPU; the checker as measured): generation
+{sp['generation']:.4f}, checker {sp['potential']:.4f}, scoring {sp['scoring']:.4f}, update {sp['update']:.4f}
+(as measured on the shared GPU: {sm['generation']:.4f}, {sm['potential']:.4f}, {sm['scoring']:.4f}, {sm['update']:.4f}).""" if "bill_note" not in timing else
+            f"""This arm trains offline: {timing['bill_note']}. Serving seconds per sample: generation {sp['generation']:.4f}, checker
+{sp['potential']:.4f}.""")
     return f"""# Break-even of {arm} on the campaign's real timings (MISSION §7)
 
 Built on CPU by `scripts/campaign_analysis.py` from published tables only: the base's Z(x), s(x) from its
 {summary['base_draws_per_prompt']} held-out draws per prompt ({summary['prompts']} held-out prompts, `campaign_eval`), each checkpoint's
-per-prompt pass@1 from its own {summary['base_draws_per_prompt']} draws per prompt, and the training log of `campaign_{arm}`
+per-prompt pass@1 from its own {summary['base_draws_per_prompt']} draws per prompt, and the training cost of `campaign_{arm}`
 (status: {summary['status']}). 95% prompt-bootstrap CIs ({summary['n_boot']:,} resamples, the base curve and the checkpoint resampled together).
 Base pass@1 {summary['base_pass1']:.3f}; best-of-K in closed form from Z, s up to K = {K_MAX}.
 
@@ -367,9 +422,7 @@ Base pass@1 {summary['base_pass1']:.3f}; best-of-K in closed form from Z, s up t
 
 Where N* is smallest, per currency: {us}. N* = ∞: the checkpoint's pass@1 does not exceed the base's, so it never pays.
 
-Seconds per sample (attributed: device stages x the job's share of the shared GPU; the checker as measured): generation
-{sp['generation']:.4f}, checker {sp['potential']:.4f}, scoring {sp['scoring']:.4f}, update {sp['update']:.4f}
-(as measured on the shared GPU: {sm['generation']:.4f}, {sm['potential']:.4f}, {sm['scoring']:.4f}, {sm['update']:.4f}).
+{secs}
 N* is a ratio of seconds measured the same way, so a common sharing factor cancels from it; the bills' levels depend on it.
 """
 
@@ -422,7 +475,9 @@ def half_width(summary:pd.DataFrame, metric:str)->float:
     s = summary[summary.metric == metric]
     return float(((s.hi - s.lo) / 2).median())
 
-def write_zbins(out:Path, root:Path, arms:list, sources:dict, n_boot:int=2000, seed:int=0)->dict:
+def write_zbins(out:Path, root:Path, arms:list, sources:dict, n_boot:int=2000, seed:int=0,
+                offline:list=(), # arms without training draws (filtered BC): held-out tables and charts only
+               )->dict:
     "campaign_zbins: bin trajectories, up/down counts with their no-change expectation, skyline, coverage, charts, config."
     from proposal_nb.pipeline import save_chart
     from proposal_nb.results import read_table, write_json, write_table
@@ -450,12 +505,12 @@ def write_zbins(out:Path, root:Path, arms:list, sources:dict, n_boot:int=2000, s
     sk.to_csv(out / "skyline.csv", index=False)
     cov = coverage_table(summary_t)
     cov.to_csv(out / "coverage.csv", index=False)
-    last = {a: str(summary_t[summary_t.arm == a].sort_values("step").checkpoint.iloc[-1]) for a in arms}
+    last = {a: str(summary_t[summary_t.arm == a].sort_values("step").checkpoint.iloc[-1]) for a in [*arms, *offline]}
     hv = bins[(bins.split == "heldout") & (bins.binning == "Z") & (bins.metric == "validity")]
-    save_chart(chart_bins(hv[hv.arm != "base"].pipe(lambda d: pd.concat([hv[hv.arm == "base"].assign(arm=a) for a in arms] + [d])),
+    save_chart(chart_bins(hv[hv.arm != "base"].pipe(lambda d: pd.concat([hv[hv.arm == "base"].assign(arm=a) for a in [*arms, *offline]] + [d])),
                           "Held-out validity by the base's Z bin (25 prompts; bins from the base's own 40 draws)"), out, "bins_heldout_validity")
     hc = bins[(bins.split == "heldout") & (bins.binning == "C") & (bins.metric == "pass1")]
-    save_chart(chart_bins(hc[hc.arm != "base"].pipe(lambda d: pd.concat([hc[hc.arm == "base"].assign(arm=a) for a in arms] + [d])),
+    save_chart(chart_bins(hc[hc.arm != "base"].pipe(lambda d: pd.concat([hc[hc.arm == "base"].assign(arm=a) for a in [*arms, *offline]] + [d])),
                           "Held-out pass@1 by the base's C bin (25 prompts)"), out, "bins_heldout_pass1_by_C")
     save_chart(chart_bins(bins[bins.split == "training"], f"Training-prompt validity by Z bin ({WINDOW}-step windows; step 0: {ZX})",
                           "last step of the window (0: base)"),
@@ -480,7 +535,7 @@ def write_zbins(out:Path, root:Path, arms:list, sources:dict, n_boot:int=2000, s
                                if b in last.values() or s == "training"})
     write_json(out, "summary", summary)
     (out / "README.md").write_text(readme_zbins(summary, updown))
-    write_json(out, "config", dict(kind="zbins", arms=arms, window=WINDOW, threshold=THRESHOLD, n_boot=n_boot, seed=seed,
+    write_json(out, "config", dict(kind="zbins", arms=arms, offline_arms=list(offline), window=WINDOW, threshold=THRESHOLD, n_boot=n_boot, seed=seed,
                                    source=dict(heldout="campaign_eval (per_prompt, draws, summary, paired)", training="campaign_<arm>/draws.parquet",
                                                base_z=f"{ZX}/base_rollouts.parquet"),
                                    **provenance(sources, "Z/C-bin trajectories and up/down counts (held-out and training prompts), the "
@@ -499,17 +554,29 @@ def main(argv=None):
     ev = root / "campaign_eval"
     if read_json(ev, "config") is None: raise SystemExit(f"{ev}: no config.json (run scripts/campaign.py report first)")
     eval_arms = list(dict.fromkeys(read_table(ev, "per_prompt").arm))
-    arms = [x for x in eval_arms if x != "base" and (root / f"campaign_{x}" / "log.parquet").exists()]
-    if not arms: raise SystemExit(f"{root}: no arm of {eval_arms} has a campaign_<arm>/log.parquet")
-    configs = {x: read_json(root / f"campaign_{x}", "config") for x in arms}
+    trained = [x for x in eval_arms if x != "base" and (root / f"campaign_{x}" / "log.parquet").exists()]
+    if not trained: raise SystemExit(f"{root}: no arm of {eval_arms} has a campaign_<arm>/log.parquet")
+    arms = [x for x in trained if is_online(read_table(root / f"campaign_{x}", "log"))]          # the online loop: training draws
+    offline = [x for x in trained if x not in arms]                                            # filtered BC: a fit on rollouts
+    configs = {x: read_json(root / f"campaign_{x}", "config") for x in trained}
     sources = {f"campaign_{x}": c for x, c in configs.items()} | {"campaign_eval": read_json(ev, "config"), ZX: read_json(root / ZX, "config") or {}}
-    shares = job_shares(configs, read_json(ev, "config").get("jobs"))   # the other jobs on the GPU (rollouts, base, ...) share it too
+    others = read_json(ev, "config").get("jobs") or {}                    # the other jobs on the GPU (rollouts, base, ...) share it too,
+    if read_json(root / "campaign_strict_eval", "config"):                # and so do the strict pair's, trained beside the BC fits
+        others = others | (read_json(root / "campaign_strict_eval", "config").get("jobs") or {})
+    shares = job_shares(configs, others)
     n_base = int(read_table(ev, "draws").query("checkpoint == 'base'").groupby("prompt_id").size().min())
+    logs = []
     for x in arms:
         be, extra = breakeven_arm(x, ev, root / f"campaign_{x}", shares, a.n_boot, a.seed)
+        logs.append(extra["log"])
         s = write_breakeven(root / f"campaign_breakeven_{x}", x, be, extra | dict(n_base=n_base), shares, sources, a.n_boot, a.seed)
         print(x, json.dumps(dict(k_eq=s["k_eq"], nstar=s["u_shape"]["checker_calls"]["nstar"], u=s["u_shape"]["checker_calls"]["verdict"])))
-    s = write_zbins(root / "campaign_zbins", root, arms, sources, a.n_boot, a.seed)
+    serving = pooled_costs(logs)
+    for x in offline:
+        be, extra = breakeven_offline(x, ev, root / f"campaign_{x}", shares, serving, a.n_boot, a.seed)
+        s = write_breakeven(root / f"campaign_breakeven_{x}", x, be, extra | dict(n_base=n_base), shares, sources, a.n_boot, a.seed)
+        print(x, json.dumps(dict(k_eq=s["k_eq"], nstar=s["u_shape"]["checker_calls"]["nstar"])))
+    s = write_zbins(root / "campaign_zbins", root, arms, sources, a.n_boot, a.seed, offline)
     print(json.dumps(dict(skyline=s["skyline"], wacc_last=s["wacc_last"]), indent=1))
 
 

@@ -27,16 +27,43 @@ def test_job_shares_split_a_shared_gpu_exactly():
 
 def test_job_shares_of_the_published_arms_add_up_to_their_attributed_minutes():
     # every job that shared the GPU (campaign_eval's jobs: base, rollouts, base_card, ...) splits it: equal to 0.01 min rounding
-    arms = [a for a in ("iguana", "msc", "iguana_kl", "rb_msc") if (PUB / f"campaign_{a}" / "config.json").exists()]
+    arms = [a for a in ("iguana", "msc", "iguana_kl", "rb_msc", "msc_m2", "bc_spread", "bc_sort") if (PUB / f"campaign_{a}" / "config.json").exists()]
     if not arms: pytest.skip("no published campaign arms")
     cfg = {a: json.loads((PUB / f"campaign_{a}" / "config.json").read_text()) for a in arms}
     jobs = json.loads((PUB / "campaign_eval" / "config.json").read_text())["jobs"]
+    strict = PUB / "campaign_strict_eval" / "config.json"              # the strict pair trained beside the BC fits and msc_m2
+    jobs |= json.loads(strict.read_text()).get("jobs", {}) if strict.exists() else {}
     assert {"base", "rollouts", "rollouts_card", "base_card"} <= set(jobs)
     s = ca.job_shares(cfg, jobs)
     for a in arms:
         assert abs(s[s.arm == a].attributed_s.sum() / 60 - cfg[a]["gpu_minutes"]["attributed"]) <= 0.01 * len(cfg[a]["jobs"]), a
     alone = ca.job_shares(cfg)                                  # without the other jobs the arms' share is larger
-    assert alone.attributed_s.sum() > s.attributed_s.sum()
+    assert alone.attributed_s.sum() > s[s.arm.isin(arms)].attributed_s.sum()
+
+
+def test_job_shares_give_the_other_jobs_rows_of_their_own():
+    # x (100 s) overlaps the other job r (100 s) completely: each gets half; r's row is named other:r
+    s = ca.job_shares({"x": dict(jobs=[job(0, 10, 100, "03:01:40")])}, {"r": [dict(wall_s=100, date="2026-12-01T03:01:40+00:00", gpu="H200")]})
+    assert s.arm.tolist() == ["x", "other:r"]
+    assert s.share.tolist() == pytest.approx([0.5, 0.5], abs=0.003)
+
+
+def test_offline_bill_by_hand():
+    # rollouts: one job of 400 s at share 1/2 that drew 1,000 programs, checked at 0.1 s each -> 100 s checking (CPU, as measured)
+    # and 300 s generation, of which the GPU is charged 300 x 1/2 = 150 s; the fit: jobs of 80 s at share 1/4 and 40 s alone -> 60 s
+    from proposal_nb.analysis.breakeven import Costs
+    shares = pd.DataFrame(dict(arm=["other:rollouts", "bc", "bc"], job=[0, 0, 1], wall_s=[400.0, 90.0, 45.0],
+                               attributed_s=[200.0, 22.5, 45.0], share=[0.5, 0.25, 1.0], train_s=[0.0, 80.0, 40.0]))
+    b = ca.offline_bill("bc", 125, shares, 1000, Costs(generation=0.01, potential=0.1, scoring=0.0, update=0.0)).iloc[0]
+    assert (b.step, b.samples, b.checker_calls) == (125, 1000, 1000)
+    assert b.wall_s == pytest.approx(150 + 100 + 60) and b.gpu_h == pytest.approx((150 + 60) / 3600)
+    with pytest.raises(ValueError, match="no rollouts job"):
+        ca.offline_bill("bc", 125, shares[shares.arm == "bc"], 1000, Costs(0.01, 0.1, 0.0, 0.0))
+
+
+def test_is_online_tells_the_online_log_from_a_bc_fit():
+    assert ca.is_online(pd.DataFrame(columns=["step", "n_samples", "t_generation", "t_potential", "t_scoring", "t_update"]))
+    assert not ca.is_online(pd.DataFrame(columns=["step", "n_samples", "loss", "t_update"]))
 
 
 def test_attributed_log_scales_device_stages_by_the_job_that_ran_each_step():
@@ -120,7 +147,7 @@ def base_rates()->pd.DataFrame:
     return g.assign(Z=g.v / g.n, s=np.where(g.v > 0, g.c / g.v.where(g.v > 0, 1), 0.0))
 
 
-@pytest.mark.parametrize("arm", ["iguana", "msc", "iguana_kl", "rb_msc"])
+@pytest.mark.parametrize("arm", ["iguana", "msc", "iguana_kl", "rb_msc", "bc_spread", "bc_sort"])
 def test_published_breakeven_matches_its_sources(arm):
     # an independent recomputation of K_eq and N* (checker calls) from the tables the folder was built from:
     # curve(K) = mean_x s(x) (1 - (1 - Z)^K), first crossing interpolated linearly; C(K) = mean_x (1 - (1 - Z)^(K-1)) / Z
@@ -140,7 +167,7 @@ def test_published_breakeven_matches_its_sources(arm):
         k_eq = 1.0 if j == 0 else (np.inf if j is None else j + (t - curve[j - 1]) / (curve[j] - curve[j - 1]))
         assert pc.loc[ck, "k_eq"] == pytest.approx(k_eq, abs=1e-9), ck
         c = np.interp(k_eq, K, checks) if np.isfinite(k_eq) else checks[-1]
-        bill = int(g.step.iloc[0]) * 80                                     # 8 prompts x M = 10 draws per step, each checked once
+        bill = int(g.step.iloc[0]) * 80 if not arm.startswith("bc_") else 340 * 59   # 8 prompts x M = 10 a step; BC: its rollouts
         assert pc.loc[ck, "train_checker_calls"] == bill
         assert pc.loc[ck, "nstar_checker_calls"] == pytest.approx(bill / c if c > 0 else np.inf), ck
 
