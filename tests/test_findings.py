@@ -180,6 +180,24 @@ def test_batching(tmp_path, case, sort, spread, verdict):
     assert row(tmp_path, 6)["verdict"] == (F.NOT_REPRODUCED if case != "too small" else F.INCONCLUSIVE)   # sort's EMA below spread's
 
 
+def test_batching_shows_what_the_fits_did(tmp_path):
+    # shown beside the rule, not ruled on: validity sort − spread from the paired table (40 prompts, seed 8: 0.3 vs 0.9, far
+    # apart), the share of each fit's held-out draws at its cap (set exactly: every 4th draw of sort, none of spread), and the
+    # mean per-batch gradient norm ratio (3 / 1.5 = 2, NaN of a skipped batch left out)
+    for arm, g in (("bc_sort", [3.0, np.nan, 3.0]), ("bc_spread", [1.5, 1.5, 1.5])):
+        write_table(tmp_path / f"campaign_{arm}", "log", bc_log([4] * 3).assign(grad_norm=g))
+        write_json(tmp_path / f"campaign_{arm}", "config", dict(kind="train", arm=arm, training=dict(cap=100)))
+    d = draws_for({"base": ("base", 0.5, 0.5, True), "bc_spread-step-9": ("bc_spread", 0.9, 0.5, True),
+                   "bc_sort-step-9": ("bc_sort", 0.3, 0.5, True)}, 40, seed=8)
+    d.loc[(d.checkpoint == "bc_sort-step-9") & (d.draw % 4 == 0), "length"] = 100
+    write_eval(tmp_path / "campaign_eval", d)
+    p = row(tmp_path, 6)["project"]
+    assert "; mean per-batch gradient norm sort / spread 2.00" in p, p
+    assert "; held-out draws at the completion cap: sort 30%, spread 0%" in p, p    # draws 0, 4, 8 of 10
+    lo, hi = (float(x.replace("−", "-")) for x in p.split("held-out validity sort − spread ")[1].split("[")[1].split("]")[0].split(", "))
+    assert hi < -0.4 and lo > -0.8, p                                               # −0.6 at 40 prompts x 40 draws
+
+
 # (7) the prior must be the rollout sampler: the card arm against the card sampler's own draws; 60 prompts, seed 7 -
 @pytest.mark.parametrize("case, base_cv, verdict", [
     ("reproduces", 1.0, F.REPRODUCED),         # every valid draw is correct: wacc = 1 in both (exactly: no run lacks a valid
@@ -194,6 +212,9 @@ def test_prior(tmp_path, case, base_cv, verdict):
     assert r["verdict"] == verdict, r
     assert r["project"].startswith("bc_card-step-100 − base_card: wacc "), r["project"]
     assert "; control bc_card_t1prior-step-100 − base: wacc +" in r["project"], r["project"]   # shown beside, not ruled on
+    assert "kept set" not in r["project"]                                     # no summary.json: no zero-weight share shown
+    write_json(tmp_path / "campaign_card_eval", "summary", {"zero_weight_share bc_card-step-100": 0.25})
+    assert "; 25% of bc_card-step-100's draws lie outside the card sampler's kept set (weight 0)" in row(tmp_path, 7)["project"]
     write_eval(tmp_path / "campaign_card_eval", draws_for({k: spec[k] for k in ("base", "bc_card-step-100")}, 60, seed=7))
     assert row(tmp_path, 7)["verdict"] == F.NOT_RUN                           # no card sampler's own checkpoint
 

@@ -21,8 +21,8 @@ __all__ = ['REPRODUCED', 'NOT_REPRODUCED', 'INCONCLUSIVE', 'NOT_RUN', 'PRIMARY_A
            'rule_calibration', 'Sources', 'run_folder', 'EvalTables', 'eval_tables', 'last_checkpoint',
            'paired_interval', 'ratio_change', 'Row', 'Missing', 'find_validity', 'find_coverage', 'zx_rates',
            'training_change', 'mean_interval', 'find_anchor', 'normalizer_config', 'replay_zhat', 'find_guards',
-           'find_skyline', 'find_batching', 'find_prior', 'find_breakeven', 'find_calibration', 'calibration_pool',
-           'Finding', 'findings_table']
+           'find_skyline', 'find_batching', 'batching_outcome', 'find_prior', 'find_breakeven', 'find_calibration',
+           'calibration_pool', 'Finding', 'findings_table']
 
 # %% ../../nbs/36_findings.ipynb #c005
 REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_RUN = "reproduced", "not reproduced", "inconclusive", "not run"
@@ -450,10 +450,27 @@ def find_batching(root, src:Sources, **kw)->Row|Missing:
     "(6) Distinct prompts per batch and single-prompt share of the sorted and spread BC runs."
     runs = {a: run_folder(root, src.train, a) for a in ("bc_sort", "bc_spread")}
     if None in runs.values(): return Missing(" and ".join(_needs(src.train, a) for a, f in runs.items() if f is None) + " (filtered-BC logs)")
-    st = {a: batch_stats(read_table(f, "log")) for a, f in runs.items()}
+    logs = {a: read_table(f, "log") for a, f in runs.items()}
+    st = {a: batch_stats(lg) for a, lg in logs.items()}
     txt = "; ".join(f"{a.removeprefix('bc_')}: {s.distinct:.2f} distinct prompts per batch, {s.single:.0%} single-prompt ({s.batches} batches"
                     + (f", grad-EMA {s.ema:.3g})" if s.ema is not None else ")") for a, s in st.items())
-    return Row(txt, rule_batching(st["bc_sort"], st["bc_spread"]), ", ".join(f.name for f in runs.values()), "batches")
+    return Row(txt + batching_outcome(root, src, runs, logs), rule_batching(st["bc_sort"], st["bc_spread"]),
+               ", ".join(f.name for f in runs.values()), "batches")
+
+def batching_outcome(root, src:Sources, runs:dict, logs:dict)->str:
+    """(6) What the two fits did, shown next to the rule (not ruled on): held-out validity sort − spread, each fit's share of
+    held-out draws that reach its completion cap, and the mean per-batch gradient norm (the norm of each batch's gradient, not of its EMA)."""
+    g = {a: float(np.nanmean(lg.grad_norm)) for a, lg in logs.items() if "grad_norm" in lg.columns}
+    out = f"; mean per-batch gradient norm sort / spread {g['bc_sort'] / g['bc_spread']:.2f}" if len(g) == 2 else ""
+    ev = eval_tables(root, src)
+    cks = None if ev is None else {a: last_checkpoint(ev.summary, a) for a in runs}
+    if not cks or None in cks.values(): return out
+    d = paired_interval(ev.paired, cks["bc_spread"], cks["bc_sort"], "validity", ev.n)
+    draws = read_table(run_folder(root, src.eval), "draws")
+    cap = {a: read_json(f, "config").get("training", {}).get("cap") for a, f in runs.items()}
+    at_cap = {a: float((draws[draws.checkpoint == cks[a]].length >= cap[a]).mean()) for a in runs if cap[a] and "length" in draws.columns}
+    return (out + (f"; held-out validity sort − spread {_fmt(d)}" if d else "")
+            + ("; held-out draws at the completion cap: " + ", ".join(f"{a.removeprefix('bc_')} {v:.0%}" for a, v in at_cap.items()) if at_cap else ""))
 
 def find_prior(root, src:Sources, **kw)->Row|Missing:
     "(7) The card-trained arm against the card sampler's rejection sampling (wacc) and its own pass@1 gain."
@@ -465,7 +482,9 @@ def find_prior(root, src:Sources, **kw)->Row|Missing:
     w, p = (paired_interval(ev.paired, src.card_base, last, m, ev.n) for m in ("wacc", "pass1"))
     ctl = last_checkpoint(ev.summary, "bc_card_t1prior")          # the same proposal weighed with the T = 1 prior: shown, not ruled on
     c = paired_interval(ev.paired, src.base, ctl, "wacc", ev.n) if ctl else None
-    return Row(f"{last} − {src.card_base}: wacc {_fmt(w)}; pass@1 {_fmt(p)}" + (f"; control {ctl} − {src.base}: wacc {_fmt(c)}" if c else ""),
+    zw = (read_json(run_folder(root, src.card_eval), "summary") or {}).get(f"zero_weight_share {last}")   # draws outside the prior's support
+    return Row(f"{last} − {src.card_base}: wacc {_fmt(w)}; pass@1 {_fmt(p)}" + (f"; control {ctl} − {src.base}: wacc {_fmt(c)}" if c else "")
+               + (f"; {zw:.0%} of {last}'s draws lie outside the card sampler's kept set (weight 0)" if zw is not None else ""),
                rule_prior(w, p), ev.name)
 
 # %% ../../nbs/36_findings.ipynb #c025
