@@ -13,6 +13,7 @@ Each job's seconds are split among the jobs that shared the GPU (scripts/campaig
 job), and the device stages' seconds of each step are multiplied by its job's share; the checker's seconds (CPU) are
 kept as measured. N* is a ratio of seconds measured under the same sharing, so a common factor cancels from it."""
 import argparse, importlib.util, json, math, subprocess
+from typing import NamedTuple
 from datetime import datetime, timezone
 from pathlib import Path
 import numpy as np, pandas as pd
@@ -191,6 +192,22 @@ def write_breakeven(out:Path, # the folder campaign_breakeven_<arm>
 
 
 # ---- Z/C bins: held-out and training prompts -------------------------------------------------------------------------
+class View(NamedTuple):
+    "Which held-out evaluation the bins read, its reference checkpoint, and the potential that grades validity."
+    ev: str = "campaign_eval"        # the evaluation folder
+    ref: str = "base"                # its reference checkpoint (the base model's own draws)
+    potential: str = "no_error"      # the potential of validity (a column r_<potential> of the Z(x) run's base_rollouts)
+
+CAMPAIGN, STRICT = View(), View("campaign_strict_eval", "base_strict", "strict")
+
+def zx_draws(zx:Path, potential:str="no_error")->pd.DataFrame:
+    "The Z(x) run's base draws graded with `potential` (valid = r_<potential>; correct = correctness and valid)."
+    from proposal_nb.results import read_table
+    d = read_table(zx, "base_rollouts")
+    if f"r_{potential}" not in d.columns: raise ValueError(f"{zx.name}/base_rollouts has no column r_{potential}; has {list(d.columns)}")
+    v = d[f"r_{potential}"].to_numpy(float)
+    return d.assign(valid=v, correct=d.r_correctness.to_numpy(float) * (v > 0))
+
 def binned(rates:pd.DataFrame, # prompt_rates rows (prompt_id, Z, C, ...)
            by:str="Z", # the rate that bins: Z or C (the same edges)
           )->pd.DataFrame: # prompt_id, zbin (the bin of `by`), Z, C
@@ -240,14 +257,14 @@ def move_counts(pp:pd.DataFrame, # per prompt x checkpoint: metric and n (draws 
     counts[["null_up", "null_down"]] = counts[["null_up", "null_down"]].fillna(0.0)
     return moves, counts.assign(prompts=counts[["up", "flat", "down"]].sum(axis=1))
 
-def heldout_bins(ev:Path, zx:Path, n_boot:int=2000, seed:int=0)->tuple:
-    "Held-out trajectories per bin (validity, wacc, pass1 by Z; pass1 by C; validity by an independent Z) and up/down vs base."
+def heldout_bins(ev:Path, zx:Path, n_boot:int=2000, seed:int=0, view:View=CAMPAIGN)->tuple:
+    "Held-out trajectories per bin (validity, wacc, pass1 by Z; pass1 by C; validity by an independent Z) and up/down vs the reference."
     from proposal_nb.analysis.evaluation import prompt_rates
     from proposal_nb.analysis.zbins import bin_trajectories
     from proposal_nb.results import read_table
     pp, draws = read_table(ev, "per_prompt"), read_table(ev, "draws")
-    rates = prompt_rates(draws, checkpoints=["base"])
-    indep = prompt_rates(read_table(zx, "base_rollouts"))
+    rates = prompt_rates(draws, checkpoints=[view.ref])
+    indep = prompt_rates(zx_draws(zx, view.potential))
     indep = indep[indep.prompt_id.isin(rates.prompt_id)]
     if len(indep) != len(rates): raise ValueError(f"{zx.name} lacks held-out prompt(s) {sorted(set(rates.prompt_id) - set(indep.prompt_id))[:3]}")
     meta = pp[["checkpoint", "arm", "step"]].drop_duplicates()
@@ -259,20 +276,20 @@ def heldout_bins(ev:Path, zx:Path, n_boot:int=2000, seed:int=0)->tuple:
     n = draws.groupby(["prompt_id", "checkpoint"]).size().rename("n").reset_index()
     ppn = pp.merge(n, on=["prompt_id", "checkpoint"])
     moves, counts = [], []
-    for ck, arm in meta[meta.arm != "base"][["checkpoint", "arm"]].itertuples(index=False):
+    for ck, arm in meta[meta.arm != view.ref][["checkpoint", "arm"]].itertuples(index=False):
         for b, m, r in combos[:1] + combos[3:4]:
-            mv, ct = move_counts(ppn, r, "base", ck, m)
+            mv, ct = move_counts(ppn, r, view.ref, ck, m)
             mv["zbin"], ct["zbin"] = bin_labels(mv.zbin, b), bin_labels(ct.zbin, b)
-            moves.append(mv.assign(split="heldout", arm=arm, a="base", b=ck, metric=m, binning=b))
-            counts.append(ct.assign(split="heldout", arm=arm, a="base", b=ck, metric=m, binning=b))
+            moves.append(mv.assign(split="heldout", arm=arm, a=view.ref, b=ck, metric=m, binning=b))
+            counts.append(ct.assign(split="heldout", arm=arm, a=view.ref, b=ck, metric=m, binning=b))
     return rates, traj, pd.concat(moves, ignore_index=True), pd.concat(counts, ignore_index=True)
 
-def training_bins(root:Path, arms:list, zx:Path, n_boot:int=2000, seed:int=0)->tuple:
+def training_bins(root:Path, arms:list, zx:Path, n_boot:int=2000, seed:int=0, potential:str="no_error")->tuple:
     "Training-prompt validity per window of steps and Z bin (Z from the base draws of `zx`), and first vs last window up/down."
     from proposal_nb.analysis.evaluation import prompt_rates
     from proposal_nb.analysis.zbins import bin_trajectories
     from proposal_nb.results import read_table
-    z = prompt_rates(read_table(zx, "base_rollouts"))
+    z = prompt_rates(zx_draws(zx, potential))
     traj, moves, counts = [], [], []
     for arm in arms:
         d = read_table(root / f"campaign_{arm}", "draws")
@@ -297,14 +314,14 @@ def training_bins(root:Path, arms:list, zx:Path, n_boot:int=2000, seed:int=0)->t
 def skyline_table(rates:pd.DataFrame, # prompt_rates of the base's held-out draws
                   summary:pd.DataFrame, # campaign_eval summary
                   paired:pd.DataFrame, # campaign_eval paired
-                  n_boot:int=2000, seed:int=0)->pd.DataFrame:
+                  n_boot:int=2000, seed:int=0, ref:str="base")->pd.DataFrame:
     "Per checkpoint: wacc and pass@1 (CIs), the macro and pooled skyline (CIs) and wacc − macro skyline; paired wacc − base."
     from proposal_nb.analysis.evaluation import skyline
     sky = skyline(rates, n_boot, seed=seed)
     w = summary[summary.metric.isin(["wacc", "pass1"])].pivot(index=["arm", "checkpoint", "step"], columns="metric", values=["estimate", "lo", "hi"])
     w.columns = [m if s == "estimate" else f"{m}_{s}" for s, m in w.columns]
-    w = w.reset_index().sort_values(["arm", "step"], key=lambda c: c.map({"base": ""}).fillna(c) if c.name == "arm" else c)
-    pw = paired[(paired.a == "base") & (paired.metric == "wacc")][["b", "diff", "lo", "hi"]]
+    w = w.reset_index().sort_values(["arm", "step"], key=lambda c: c.map({ref: ""}).fillna(c) if c.name == "arm" else c)
+    pw = paired[(paired.a == ref) & (paired.metric == "wacc")][["b", "diff", "lo", "hi"]]
     w = w.merge(pw.rename(columns=dict(b="checkpoint", diff="dwacc_base", lo="dwacc_base_lo", hi="dwacc_base_hi")), on="checkpoint", how="left")
     return w.assign(**sky._asdict(), gap_macro=lambda d: d.wacc - sky.macro, prompts=len(rates), base_draws_per_prompt=int(rates.n.min()))
 
@@ -370,12 +387,13 @@ def chart_skyline(sk:pd.DataFrame)->object:
            ).properties(width=420, height=260, title="wacc against the skyline of the base's held-out draws")
 
 def chart_coverage(cov:pd.DataFrame, # coverage_table
-                   last:list, # the checkpoints drawn in the pass@k panel (with base)
+                   last:list, # the checkpoints drawn in the pass@k panel (with the reference)
+                   ref:str="base", # the reference checkpoint
                   )->object:
     "Left: pass@k against k for base and each arm's last checkpoint; right: distinct share among valid draws against step."
     alt = _alt()
     ks = [c for c in cov.columns if c == "pass1" or (c.startswith("pass@") and not c.endswith(("_lo", "_hi")))]
-    long = cov[cov.checkpoint.isin(["base", *last])].melt(id_vars=["arm", "checkpoint", "step"], value_vars=ks, var_name="metric", value_name="pass_at_k")
+    long = cov[cov.checkpoint.isin([ref, *last])].melt(id_vars=["arm", "checkpoint", "step"], value_vars=ks, var_name="metric", value_name="pass_at_k")
     long["k"] = long.metric.map(lambda m: 1 if m == "pass1" else int(m.split("@")[1]))
     left = alt.Chart(long).mark_line(point=True).encode(
         x=alt.X("k:Q", scale=alt.Scale(type="log"), title="k (draws)"), y=alt.Y("pass_at_k:Q", title="pass@k"),
@@ -433,22 +451,28 @@ def readme_zbins(s:dict, updown:pd.DataFrame)->str:
     lines = [f"| {r.split} | {r.arm} | {r.a} → {r.b} | {r.metric} | {int(r.up)} | {int(r.down)} | {r.null_up:.2f} / {r.null_down:.2f} |"
              for r in ud.itertuples() if r.split == "training" or r.b in s["last_checkpoints"].values()]
     hw = s["median_ci_half_width"]
-    return f"""# Z/C bins, up/down counts, skyline and coverage of the campaign (MISSION §5)
+    low = sum(v for k, v in ph.items() if k in ("Z=0", "0<Z≤.1"))
+    empty = (f"The Z bins below Z = 0.1 are empty, so the anchor's question about Z ≈ 0 prompts cannot be asked of validity here; "
+             f"correctness has {s['prompts_per_cbin_heldout'].get('C=0', 0)} prompts at C = 0.") if low == 0 else \
+            f"{low} held-out prompts lie at Z ≤ 0.1."
+    z0 = ph.get("Z=0", 0)
+    zero = (f" {z0} held-out prompts have no valid draw among the reference's: their s(x) counts as 0, so the macro skyline is no "
+            f"ceiling for an arm that finds valid programs there, and a wacc above it is possible.") if z0 else ""
+    return f"""# Z/C bins, up/down counts, skyline and coverage: {s['evaluation']}, validity {s['potential']} (MISSION §5)
 
 Built on CPU by `scripts/campaign_analysis.py` from published tables only.
 
-- **Held-out:** {s['heldout_prompts']} prompts; Z(x), C(x) from the base's {s['base_draws_per_prompt']} draws per prompt (`campaign_eval`). Prompts per Z bin:
+- **Held-out:** {s['heldout_prompts']} prompts; Z(x), C(x) from the reference `{s['reference']}`'s {s['base_draws_per_prompt']} draws per prompt (`{s['evaluation']}`). Prompts per Z bin:
   {', '.join(f'{k}: {v}' for k, v in ph.items())}; per C bin (pass@1 is read by C bin): {', '.join(f'{k}: {v}' for k, v in s['prompts_per_cbin_heldout'].items())}.
-  The Z bins below Z = 0.1 are empty, so
-  the anchor's question about Z ≈ 0 prompts cannot be asked of validity here; correctness has {s['prompts_per_cbin_heldout']['C=0']} prompts at C = 0.
+  {empty}
   The base point of each bin is made of the draws that define the bin (regression to the mean lifts the low bins a little);
   `bins.csv` also bins the held-out prompts by {ZX}'s 20 other base draws per prompt.
-- **Training:** {s['training_prompts']} prompts; Z(x) from {ZX} ({s['training_base_draws_per_prompt']} base draws per prompt). Prompts per Z bin:
+- **Training:** {s['training_prompts']} prompts; Z(x) under {s['potential']} from {ZX} ({s['training_base_draws_per_prompt']} base draws per prompt). Prompts per Z bin:
   {', '.join(f'{k}: {v}' for k, v in pt.items())}. Validity per whole window of {s['window_steps']} steps (8 prompts x 10 draws a step: 10 to 40 draws
   per prompt and window); training draws are not graded for correctness, so training prompts have Z bins and validity only.
 - **CIs:** 95% prompt bootstrap within each bin. With 25 held-out prompts the median CI half-width over checkpoints is
   wacc {hw['wacc']:.3f}, pass@1 {hw['pass1']:.3f}, validity {hw['validity']:.3f}, pass@40 {hw['pass@40']:.3f}, distinct {hw['distinct']:.3f}: a macro difference
-  smaller than about that is not resolved by one checkpoint's CI (the paired CIs in `campaign_eval/paired.csv` are sharper).
+  smaller than about that is not resolved by one checkpoint's CI (the paired CIs in `{s['evaluation']}/paired.csv` are sharper).
 
 ## Up/down (|change| > {s['threshold']}), all bins, with the count expected if no prompt's rate changed
 
@@ -461,8 +485,8 @@ An expected count is exact: each prompt's two rates are binomial with the pooled
 ## Skyline
 
 Macro skyline (mean over prompts of s(x) = correct / valid) {_ci(*s['skyline']['macro'])}, pooled {_ci(*s['skyline']['pooled'])}, from the base's
-{s['base_draws_per_prompt']} draws per prompt. wacc of base and each arm's last checkpoint: {', '.join(f'{k} {_ci(*v)}' for k, v in s['wacc_last'].items())}.
-`skyline.csv` has every checkpoint with its paired wacc − base.
+{s['base_draws_per_prompt']} draws per prompt. wacc of {s['reference']} and each arm's last checkpoint: {', '.join(f'{k} {_ci(*v)}' for k, v in s['wacc_last'].items())}.
+`skyline.csv` has every checkpoint with its paired wacc − {s['reference']}.{zero}
 
 Files: `z_table.csv` (per prompt: Z, C, s, bins, split), `bins.csv` (trajectories), `moves.csv` (per prompt), `updown.csv`
 (counts per bin), `skyline.csv`, `coverage.csv` (pass@k and distinct share per checkpoint), and the charts.
@@ -477,18 +501,19 @@ def half_width(summary:pd.DataFrame, metric:str)->float:
 
 def write_zbins(out:Path, root:Path, arms:list, sources:dict, n_boot:int=2000, seed:int=0,
                 offline:list=(), # arms without training draws (filtered BC): held-out tables and charts only
+                view:View=CAMPAIGN, # the evaluation, its reference and the potential of validity
                )->dict:
     "campaign_zbins: bin trajectories, up/down counts with their no-change expectation, skyline, coverage, charts, config."
     from proposal_nb.pipeline import save_chart
     from proposal_nb.results import read_table, write_json, write_table
-    ev, zx = root / "campaign_eval", root / ZX
-    rates, traj_h, moves_h, counts_h = heldout_bins(ev, zx, n_boot, seed)
-    traj_t, moves_t, counts_t = training_bins(root, arms, zx, n_boot, seed)
+    ev, zx, ref = root / view.ev, root / ZX, view.ref
+    rates, traj_h, moves_h, counts_h = heldout_bins(ev, zx, n_boot, seed, view)
+    traj_t, moves_t, counts_t = training_bins(root, arms, zx, n_boot, seed, view.potential)
     from proposal_nb.analysis.evaluation import prompt_rates
     from proposal_nb.analysis.zbins import Z_BIN_LABELS, z_bin
-    zt = prompt_rates(read_table(zx, "base_rollouts"))
+    zt = prompt_rates(zx_draws(zx, view.potential))
     zt = zt[zt.prompt_id.isin(set(moves_t.prompt_id))]
-    z_table = pd.concat([rates.assign(split="heldout", source="campaign_eval base (40 draws)"),
+    z_table = pd.concat([rates.assign(split="heldout", source=f"{view.ev} {ref} ({int(rates.n.min())} draws)"),
                          zt.assign(split="training", source=f"{ZX} (20 draws)")], ignore_index=True)
     z_table = z_table.assign(zbin=z_bin(z_table.Z).astype(str), cbin=z_bin(z_table.C).astype(str))
     write_table(out, "z_table", z_table)
@@ -501,27 +526,29 @@ def write_zbins(out:Path, root:Path, arms:list, sources:dict, n_boot:int=2000, s
     updown = updown[["split", "arm", "a", "b", "metric", "binning", "zbin", "prompts", "up", "flat", "down", "null_up", "null_down"]]
     updown.round(3).to_csv(out / "updown.csv", index=False)
     summary_t, paired = read_table(ev, "summary"), read_table(ev, "paired")
-    sk = skyline_table(rates, summary_t, paired, n_boot, seed)
+    sk = skyline_table(rates, summary_t, paired, n_boot, seed, ref)
     sk.to_csv(out / "skyline.csv", index=False)
     cov = coverage_table(summary_t)
     cov.to_csv(out / "coverage.csv", index=False)
     last = {a: str(summary_t[summary_t.arm == a].sort_values("step").checkpoint.iloc[-1]) for a in [*arms, *offline]}
     hv = bins[(bins.split == "heldout") & (bins.binning == "Z") & (bins.metric == "validity")]
-    save_chart(chart_bins(hv[hv.arm != "base"].pipe(lambda d: pd.concat([hv[hv.arm == "base"].assign(arm=a) for a in [*arms, *offline]] + [d])),
-                          "Held-out validity by the base's Z bin (25 prompts; bins from the base's own 40 draws)"), out, "bins_heldout_validity")
+    pot = "" if view == CAMPAIGN else f" ({view.potential})"
+    save_chart(chart_bins(hv[hv.arm != ref].pipe(lambda d: pd.concat([hv[hv.arm == ref].assign(arm=a) for a in [*arms, *offline]] + [d])),
+                          f"Held-out validity{pot} by the base's Z bin ({len(rates)} prompts; bins from the base's own {int(rates.n.min())} draws)"),
+               out, "bins_heldout_validity")
     hc = bins[(bins.split == "heldout") & (bins.binning == "C") & (bins.metric == "pass1")]
-    save_chart(chart_bins(hc[hc.arm != "base"].pipe(lambda d: pd.concat([hc[hc.arm == "base"].assign(arm=a) for a in [*arms, *offline]] + [d])),
-                          "Held-out pass@1 by the base's C bin (25 prompts)"), out, "bins_heldout_pass1_by_C")
-    save_chart(chart_bins(bins[bins.split == "training"], f"Training-prompt validity by Z bin ({WINDOW}-step windows; step 0: {ZX})",
+    save_chart(chart_bins(hc[hc.arm != ref].pipe(lambda d: pd.concat([hc[hc.arm == ref].assign(arm=a) for a in [*arms, *offline]] + [d])),
+                          f"Held-out pass@1 by the base's C bin ({len(rates)} prompts)"), out, "bins_heldout_pass1_by_C")
+    save_chart(chart_bins(bins[bins.split == "training"], f"Training-prompt validity{pot} by Z bin ({WINDOW}-step windows; step 0: {ZX})",
                           "last step of the window (0: base)"),
                out, "bins_training_validity")
     uh = updown[(updown.split == "heldout") & (updown.metric == "validity") & updown.b.isin(last.values())]
-    save_chart(chart_moves(uh, "Held-out validity, base → each arm's last checkpoint: prompts moved by more than 0.2"), out, "updown_heldout_validity")
-    save_chart(chart_moves(updown[updown.split == "training"], f"Training-prompt validity, first → last {WINDOW}-step window"), out, "updown_training_validity")
+    save_chart(chart_moves(uh, f"Held-out validity{pot}, {ref} → each arm's last checkpoint: prompts moved by more than 0.2"), out, "updown_heldout_validity")
+    save_chart(chart_moves(updown[updown.split == "training"], f"Training-prompt validity{pot}, first → last {WINDOW}-step window"), out, "updown_training_validity")
     save_chart(chart_skyline(sk), out, "skyline")
-    save_chart(chart_coverage(cov, list(last.values())), out, "coverage")
+    save_chart(chart_coverage(cov, list(last.values()), ref), out, "coverage")
     tot = updown[updown.zbin == "all"].set_index(["split", "arm", "a", "b", "metric"])[["up", "down", "null_up", "null_down"]]
-    summary = dict(heldout_prompts=len(rates), base_draws_per_prompt=int(rates.n.min()), training_prompts=int(len(zt)),
+    summary = dict(evaluation=view.ev, reference=ref, potential=view.potential, heldout_prompts=len(rates), base_draws_per_prompt=int(rates.n.min()), training_prompts=int(len(zt)),
                    training_base_draws_per_prompt=int(zt.n.min()), window_steps=WINDOW, threshold=THRESHOLD,
                    prompts_per_zbin={s: z_table[z_table.split == s].zbin.value_counts().reindex(list(Z_BIN_LABELS), fill_value=0).astype(int).to_dict() for s in ("heldout", "training")},
                    prompts_per_cbin_heldout={k.replace("Z", "C"): int(v) for k, v in z_table[z_table.split == "heldout"].cbin.value_counts()
@@ -529,15 +556,16 @@ def write_zbins(out:Path, root:Path, arms:list, sources:dict, n_boot:int=2000, s
                    skyline=dict(macro=[round(float(sk[c].iloc[0]), 4) for c in ("macro", "macro_lo", "macro_hi")],
                                 pooled=[round(float(sk[c].iloc[0]), 4) for c in ("pooled", "pooled_lo", "pooled_hi")]),
                    last_checkpoints=last,
-                   wacc_last={ck: [round(float(x), 4) for x in sk.set_index("checkpoint").loc[ck, ["wacc", "wacc_lo", "wacc_hi"]]] for ck in ["base", *last.values()]},
+                   wacc_last={ck: [round(float(x), 4) for x in sk.set_index("checkpoint").loc[ck, ["wacc", "wacc_lo", "wacc_hi"]]] for ck in [ref, *last.values()]},
                    median_ci_half_width={m: round(half_width(summary_t, m), 4) for m in ("wacc", "pass1", "validity", "pass@40", "distinct")},
                    updown_all={f"{s} {arm} {a_} → {b} {m}": {k: round(float(v), 2) for k, v in r.items()} for (s, arm, a_, b, m), r in tot.iterrows()
                                if b in last.values() or s == "training"})
     write_json(out, "summary", summary)
     (out / "README.md").write_text(readme_zbins(summary, updown))
-    write_json(out, "config", dict(kind="zbins", arms=arms, offline_arms=list(offline), window=WINDOW, threshold=THRESHOLD, n_boot=n_boot, seed=seed,
-                                   source=dict(heldout="campaign_eval (per_prompt, draws, summary, paired)", training="campaign_<arm>/draws.parquet",
-                                               base_z=f"{ZX}/base_rollouts.parquet"),
+    write_json(out, "config", dict(kind="zbins", arms=arms, offline_arms=list(offline), view=view._asdict(), window=WINDOW, threshold=THRESHOLD,
+                                   n_boot=n_boot, seed=seed,
+                                   source=dict(heldout=f"{view.ev} (per_prompt, draws, summary, paired)", training="campaign_<arm>/draws.parquet",
+                                               base_z=f"{ZX}/base_rollouts.parquet (r_{view.potential})"),
                                    **provenance(sources, "Z/C-bin trajectories and up/down counts (held-out and training prompts), the "
                                                 "skyline next to wacc, the distinct share next to pass@k (MISSION §5)")))
     return summary
@@ -577,6 +605,12 @@ def main(argv=None):
         s = write_breakeven(root / f"campaign_breakeven_{x}", x, be, extra | dict(n_base=n_base), shares, sources, a.n_boot, a.seed)
         print(x, json.dumps(dict(k_eq=s["k_eq"], nstar=s["u_shape"]["checker_calls"]["nstar"])))
     s = write_zbins(root / "campaign_zbins", root, arms, sources, a.n_boot, a.seed, offline)
+    sev = root / STRICT.ev
+    if read_json(sev, "config"):                     # the strict pair: its own evaluation, reference and potential, never mixed
+        strict = [x for x in dict.fromkeys(read_table(sev, "per_prompt").arm) if x != STRICT.ref and (root / f"campaign_{x}" / "log.parquet").exists()]
+        src = {f"campaign_{x}": read_json(root / f"campaign_{x}", "config") for x in strict} | {STRICT.ev: read_json(sev, "config"), ZX: sources[ZX]}
+        st = write_zbins(root / "campaign_strict_zbins", root, strict, src, a.n_boot, a.seed, view=STRICT)
+        print(json.dumps(dict(strict_wacc_last=st["wacc_last"])))
     print(json.dumps(dict(skyline=s["skyline"], wacc_last=s["wacc_last"]), indent=1))
 
 

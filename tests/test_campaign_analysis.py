@@ -200,3 +200,32 @@ def test_published_training_and_heldout_prompts_are_the_campaign_split():
     assert ho == set(pd.read_csv(PUB / "campaign_eval" / "per_prompt.csv").prompt_id)
     c = pd.read_csv(f / "bins.csv").query("binning == 'C'")
     assert c.zbin.str.contains("C").all() and not c.zbin.str.contains("Z").any()      # C bins are named after C
+
+
+def test_zx_draws_grade_with_the_named_potential(tmp_path):
+    from proposal_nb.results import write_table
+    d = pd.DataFrame(dict(prompt_id="a", draw=[0, 1, 2], valid=[1.0, 1.0, 0.0], correct=[1.0, 0.0, 0.0], r_no_error=[1.0, 1.0, 0.0],
+                          r_strict=[1.0, 0.0, 0.0], r_correctness=[1.0, 1.0, 1.0]))
+    write_table(tmp_path, "base_rollouts", d)
+    s = ca.zx_draws(tmp_path, "strict")
+    assert s.valid.tolist() == [1.0, 0.0, 0.0] and s.correct.tolist() == [1.0, 0.0, 0.0]   # correct needs valid under strict
+    assert ca.zx_draws(tmp_path).correct.tolist() == [1.0, 1.0, 0.0]
+    with pytest.raises(ValueError, match="no column r_tiered"):
+        ca.zx_draws(tmp_path, "tiered")
+
+
+def test_published_strict_bins_use_the_strict_z():
+    # training prompts binned by strict Z from h200_z_embedded (its own z_table, potential strict), held-out by base_strict's
+    # 40 regraded draws; never the no-error Z of campaign_zbins
+    f = published("campaign_strict_zbins")
+    zt = pd.read_csv(f / "z_table.csv")
+    assert zt.groupby("split").size().to_dict() == {"heldout": 25, "training": 59}
+    ref = pd.read_csv(PUB / "h200_z_embedded" / "z_table.csv").query("potential == 'strict'").set_index("prompt_id").Z
+    tr = zt[zt.split == "training"].set_index("prompt_id").Z
+    assert np.allclose(tr.to_numpy(), ref.reindex(tr.index).to_numpy())
+    assert int((tr <= 0.1).sum()) == 35 and int((tr == 0).sum()) == 19                   # the pre-registered count
+    d = pd.read_parquet(PUB / "campaign_strict_eval" / "draws.parquet").query("checkpoint == 'base_strict'")
+    ho = zt[zt.split == "heldout"].set_index("prompt_id").Z
+    assert np.allclose(ho.to_numpy(), d.groupby("prompt_id").valid.mean().reindex(ho.index).to_numpy())
+    b = pd.read_csv(f / "bins.csv")
+    assert set(b.arm) == {"base_strict", "iguana_strict", "iguana_kl_strict"}
