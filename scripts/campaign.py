@@ -381,16 +381,21 @@ def _bc_config(scheme:str, overrides:dict|None=None):
                                  scheme=scheme, seed=SHARED["seed"]) | (overrides or {})))
 
 
+def skipped_since(log, start:int)->dict:
+    "Batches this call skipped, by reason: the log's rows after the `start` it resumed from (a ledger line counts its own job)."
+    new = log.iloc[start:] if len(log) else log
+    return new.skipped[new.skipped != ""].value_counts().to_dict() if len(new) else {}
+
+
 def fit_bc(arm:str, out:Path, samples, peft, cfg, deadline_s:float)->tuple:
     """One call's share of a filtered-BC fit (resumed from out/checkpoints): (log so far, batches in all, ledger fields).
-    The fit is complete when len(log) == batches; a batch skipped by a guard is counted by its reason."""
+    The fit is complete when len(log) == batches; a batch this call skipped by a guard is counted by its reason."""
     from proposal_nb.lm.filtered_bc import offline_data, train_offline
     t0 = time.time()
     ck = [int(c.name.split("-")[1]) for c in (out / "checkpoints").glob("step-*") if not c.name.endswith(".tmp")]
     log = train_offline(peft, samples, cfg, out, progress=True, deadline_s=deadline_s - EVAL_RESERVE_S)
-    total = len(offline_data(samples, cfg).batches)
-    skipped = log.skipped[log.skipped != ""].value_counts().to_dict() if len(log) else {}
-    return log, total, dict(arm=arm, start_step=max(ck, default=0), end_step=len(log), steps=total, skipped=skipped,
+    total, start = len(offline_data(samples, cfg).batches), max(ck, default=0)
+    return log, total, dict(arm=arm, start_step=start, end_step=len(log), steps=total, skipped=skipped_since(log, start),
                             train_s=round(time.time() - t0, 1), valid_rollouts=int((samples.valid > 0).sum()), samples=len(samples))
 
 

@@ -64,3 +64,12 @@ def test_pack_runs_keeps_tables_then_rollouts_then_unfinished_states(tmp_path):
     res = campaign.pack_runs(r, tmp_path / "q.tgz", limit_mb=2.5)               # both BC arms finished: their rollouts stay behind
     names = set(tarfile.open(tmp_path / "q.tgz").getnames())
     assert "rollouts/base.parquet" not in names and res["states"] == ["msc_m2/checkpoints/step-35"] and res["left_out"] == []
+
+
+def test_skipped_since_counts_only_the_job_s_own_batches():
+    # a resumed fit's log holds every batch so far; its ledger line counts the batches after the checkpoint it resumed from
+    import pandas as pd
+    log = pd.DataFrame(dict(step=range(1, 7), skipped=["", "grad", "", "grad", "logq", ""]))
+    assert campaign.skipped_since(log, 0) == {"grad": 2, "logq": 1}
+    assert campaign.skipped_since(log, 3) == {"grad": 1, "logq": 1}              # rows 4..6: one of each
+    assert campaign.skipped_since(log, 6) == {} and campaign.skipped_since(log.iloc[:0], 0) == {}
