@@ -65,8 +65,9 @@ STRICT_ARMS = {  # arm: (the arm whose settings it copies, why); trained with r 
     "iguana_strict": ("iguana", "the published recipe trained with r = strict (passes all public tests): finding 3's anchor-free arm"),
     "iguana_kl_strict": ("iguana_kl", "the published recipe with the KL anchor beta = 0.1 trained with r = strict: finding 3's anchored arm"),
 }
-STRICT_COMMAND = ("bash scripts/campaign_job.sh 560 iguana_strict iguana_kl_strict (chained jobs; base-strict runs on the box's CPU) "
+STRICT_COMMAND = ("bash scripts/campaign_job.sh 560 iguana_strict iguana_kl_strict "     # chained jobs; base-strict runs on the box CPU
                   "&& .venv/bin/python scripts/campaign.py report RUNS published")
+CARD_COMMAND = "bash scripts/campaign_job.sh 575 card && .venv/bin/python scripts/campaign.py report-card RUNS published"
 
 
 def log_steps(steps:int, per:int=4)->list[int]:
@@ -774,7 +775,8 @@ def report_card_arms(runs:Path, out:Path, n_boot:int=2000)->Path:
             write_table(d, "log", pd.read_parquet(runs / arm / "log.parquet"))
             jobs = [json.loads(l) for l in (runs / arm / "ledger.jsonl").read_text().splitlines()] if (runs / arm / "ledger.jsonl").exists() else []
             write_json(d, "config", dict(kind="train", arm=arm, what=OFFLINE_CARD[arm][1], sampler=CARD, training=json.loads((runs / arm / "config.json").read_text()),
-                                         split=SPLIT, jobs=jobs, gpu_minutes=round(sum(j["wall_s"] for j in jobs) / 60, 2)))
+                                         split=SPLIT, jobs=jobs, gpu_minutes=round(sum(j["wall_s"] for j in jobs) / 60, 2),
+                                         **provenance({arm: jobs}, user_command=CARD_COMMAND)))
     cat = lambda ts: pd.concat(ts, ignore_index=True).assign(split="heldout")
     draws, prior = cat(draws), cat(prior)
     names = list(dict.fromkeys(draws.checkpoint))
@@ -791,8 +793,10 @@ def report_card_arms(runs:Path, out:Path, n_boot:int=2000)->Path:
     write_json(e, "summary", flat | {f"zero_weight_share {k}": float(v) for k, v in zero.items()})   # the pre-registered pairs, flat
     ledgers = {a.name: [json.loads(l) for l in (a / "ledger.jsonl").read_text().splitlines()]
                for a in sorted(runs.iterdir()) if (a / "ledger.jsonl").exists()}
+    side = {a: js for a, js in ledgers.items() if a in {"base", "base_card", "rollouts_card", *OFFLINE_CARD}}
     write_json(e, "config", dict(kind="evaluate", model="embedded:SmolLM2-135M-Instruct", split=SPLIT, eval=EVAL, card=card_plan(),
-                                 pairs=[list(p) for p in pairs], gpu_minutes={a: round(sum(j["wall_s"] for j in js) / 60, 2) for a, js in ledgers.items()}))
+                                 pairs=[list(p) for p in pairs], gpu_minutes={a: round(sum(j["wall_s"] for j in js) / 60, 2) for a, js in ledgers.items()},
+                                 **provenance(side, user_command=CARD_COMMAND)))
     print(key[key.metric == "wacc"].round(3).to_string(index=False))
     return e
 
