@@ -49,7 +49,13 @@ ARMS = {  # arm: (settings over SHARED, why)
 OFFLINE = {  # filtered-BC arms: (batching scheme, why); rollouts: BC_DRAWS per training prompt from the base sampler
     "bc_spread": ("spread", "filtered BC on base rollouts, the default batching scheme"),
     "bc_sort": ("sort", "filtered BC on base rollouts, whole-dataset length sort"),
+    "bc_sort_shuffled": ("sort", "filtered BC on base rollouts, bc_sort's batches in a shuffled order (the order control)"),
 }
+# bc_sort_shuffled, fixed 2026-12-01 before it ran: bc_sort's held-out validity fell below base's (-0.153) with 43% of its
+# draws at the 256-token cap, and its epoch visits the length-sorted batches shortest first. If that order is the cause,
+# the same batches shuffled keep bc_sort's batch composition and lose the drift: bc_sort_shuffled - bc_sort held-out
+# validity has a CI above 0, and its share of draws at the cap is below bc_sort's. Read beside finding 6, not ruled on.
+BC_ORDER = {"bc_sort_shuffled": "shuffled"}   # an offline arm's batch order when not its scheme's (OfflineConfig.order)
 BC_DRAWS = 340  # x 59 training prompts = 20,060 rollouts: the online arms' sample budget
 WHY = dict(lr="1e-4: the project's earlier H200 runs of this 135M model; MISSION's 1e-5 is for 3B-30B models",
            mu0="0.48: the base model's mean validity on the 59 training prompts (published/h200_z_embedded, 1,180 draws)",
@@ -376,10 +382,10 @@ def rollouts(runs:Path, model_path:str)->Path:
 EVAL_RESERVE_S = 150  # seconds a BC call keeps for its held-out evaluation (55-100 s measured while the GPU is shared)
 
 
-def _bc_config(scheme:str, overrides:dict|None=None):
+def _bc_config(scheme:str, overrides:dict|None=None, order:str="scheme"):
     from proposal_nb.lm.filtered_bc import OfflineConfig
     return OfflineConfig(**(dict(epochs=1, batch_size=8, lr=SHARED["lr"], grad_clip=SHARED["grad_clip"], cap=SHARED["max_new_tokens"],
-                                 scheme=scheme, seed=SHARED["seed"]) | (overrides or {})))
+                                 scheme=scheme, seed=SHARED["seed"], order=order) | (overrides or {})))
 
 
 def skipped_since(log, start:int)->dict:
@@ -410,7 +416,7 @@ def train_bc(arm:str, runs:Path, model_path:str, overrides:dict|None=None, deadl
     t0, out = time.time(), runs / arm
     samples = pd.read_parquet(runs / "rollouts" / "base.parquet")
     lm, tok = load_model(model_path); torch.manual_seed(SHARED["seed"]); peft = add_lora(lm, r=8, alpha=16)
-    log, total, job = fit_bc(arm, out, samples, peft, _bc_config(OFFLINE[arm][0], overrides), deadline_s)
+    log, total, job = fit_bc(arm, out, samples, peft, _bc_config(OFFLINE[arm][0], overrides, BC_ORDER.get(arm, "scheme")), deadline_s)
     ev = dict(eval_s=0)
     if len(log) == total:
         with Executor() as ex:

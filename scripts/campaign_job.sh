@@ -40,7 +40,7 @@ i=0
 for a in "${ARMS[@]}"; do
   export CUDA_VISIBLE_DEVICES=$(( i % NG )); i=$(( i + 1 ))
   if [ "$a" = bc ]; then
-    timeout $(left) bash -c "( [ -f $R/rollouts/base.parquet ] || $C rollouts $R --model $MODEL ) && for b in bc_spread bc_sort; do
+    timeout $(left) bash -c "( [ -f $R/rollouts/base.parquet ] || $C rollouts $R --model $MODEL ) && for b in bc_spread bc_sort bc_sort_shuffled; do
       ( $C finished $R/\$b || $C train-bc \$b $R --model $MODEL --deadline-s \$(( $END - \$(date +%s) )) ) > $L/\$b.log 2>&1 & done; wait" > $L/bc.log 2>&1 &
   elif [ "$a" = card ]; then   # the card-sampler arm: its own base draws, chunked rollouts (resumed job by job), then filtered BC
     timeout $(left) bash -c "( [ -f $R/base_card/heldout_draws.parquet ] || $C base-card $R --model $MODEL ) &&

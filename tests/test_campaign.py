@@ -73,3 +73,9 @@ def test_skipped_since_counts_only_the_job_s_own_batches():
     assert campaign.skipped_since(log, 0) == {"grad": 2, "logq": 1}
     assert campaign.skipped_since(log, 3) == {"grad": 1, "logq": 1}              # rows 4..6: one of each
     assert campaign.skipped_since(log, 6) == {} and campaign.skipped_since(log.iloc[:0], 0) == {}
+
+
+def test_the_order_control_differs_from_bc_sort_only_in_its_order():
+    from dataclasses import asdict
+    sort, shuf = (asdict(campaign._bc_config(campaign.OFFLINE[a][0], None, campaign.BC_ORDER.get(a, "scheme"))) for a in ("bc_sort", "bc_sort_shuffled"))
+    assert {k for k in sort if sort[k] != shuf[k]} == {"order"} and (sort["order"], shuf["order"]) == ("scheme", "shuffled")

@@ -15,7 +15,7 @@ from .densities import completion_token_logprobs
 from .rollouts import adapter_state, load_adapter_state
 
 # %% auto #0
-__all__ = ['OfflineConfig', 'OfflineData', 'offline_data', 'train_offline']
+__all__ = ['ORDERS', 'OfflineConfig', 'OfflineData', 'offline_data', 'train_offline']
 
 # %% ../../nbs/27b_filtered_bc.ipynb #c036
 @dataclass
@@ -28,6 +28,9 @@ class OfflineConfig:
     cap: int = 400                # completion tokens counted per sample
     scheme: str = "spread"        # a key of proposal_nb.estimators.batching.SCHEMES (sort, random, diverse, tiered, spread)
     seed: int = 42
+    order: str = "scheme"         # each epoch's batch order: "scheme" (as the scheme makes them) or "shuffled" (the same batches, permuted)
+
+ORDERS = ("scheme", "shuffled")
 
 class OfflineData(NamedTuple):
     "The accepted rollouts of a filtered-BC run and its fixed visiting order."
@@ -43,14 +46,18 @@ def offline_data(samples:pd.DataFrame, # rollouts: prompt_id, prompt_ids, token_
     for col in ("prompt_id", "prompt_ids", "token_ids", "valid"):
         if col not in samples.columns: raise ValueError(f"samples lack column {col!r}")
     if c.scheme not in batching.SCHEMES: raise ValueError(f"unknown batching scheme {c.scheme!r}; use one of {', '.join(batching.SCHEMES)}")
+    if c.order not in ORDERS: raise ValueError(f"unknown batch order {c.order!r}; use one of {', '.join(ORDERS)}")
     acc = offline.accept(torch.log(torch.as_tensor(samples.valid.to_numpy(float).copy())), torch.Generator().manual_seed(c.seed)).numpy()
     data = samples[acc].reset_index(drop=True)
     if data.empty: raise ValueError("no accepted sample: nothing to fit (every prompt has k = 0)")
     pid = {p: i for i, p in enumerate(pd.unique(data.prompt_id))}
     ids = torch.tensor([pid[p] for p in data.prompt_id])
     lengths = np.array([len(t) for t in data.token_ids])
-    batches = [(ep, np.asarray(b)) for ep in range(c.epochs)
-               for b in batching.make_batches(c.scheme, lengths, ids.numpy(), c.batch_size, gen=np.random.default_rng([c.seed, ep]))]
+    batches = []
+    for ep in range(c.epochs):
+        bs = batching.make_batches(c.scheme, lengths, ids.numpy(), c.batch_size, gen=np.random.default_rng([c.seed, ep]))
+        if c.order == "shuffled": bs = [bs[i] for i in np.random.default_rng([c.seed, ep, 1]).permutation(len(bs))]
+        batches += [(ep, np.asarray(b)) for b in bs]
     return OfflineData(data, ids, len(pid), batches)
 
 # %% ../../nbs/27b_filtered_bc.ipynb #c036a
