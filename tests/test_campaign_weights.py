@@ -1,0 +1,62 @@
+"""scripts/campaign_weights.py: the E_q[p/q] = 1 check on tables built by hand, and the published folder against its sources."""
+import importlib.util, json, math
+from pathlib import Path
+import numpy as np, pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+spec = importlib.util.spec_from_file_location("campaign_weights", ROOT / "scripts" / "campaign_weights.py")
+cw = importlib.util.module_from_spec(spec); spec.loader.exec_module(cw)
+
+
+def test_ratio_stats_by_hand():
+    d = pd.DataFrame(dict(logp=np.log([1.0, 2.0, 3.0]), logq=0.0))
+    s = cw.ratio_stats(d)
+    assert s["n"] == 3 and s["mean_ratio"] == pytest.approx(2.0) and s["se"] == pytest.approx(1 / math.sqrt(3))
+    assert s["mean_log"] == pytest.approx(np.log(6) / 3)
+    assert math.isnan(cw.ratio_stats(d.iloc[:1])["mean_ratio"])                    # one draw: no standard error
+
+
+def test_exact_draws_from_q_read_one(tmp_path):
+    # q = Bernoulli(0.3) over two outcomes, p = Bernoulli(0.6): draws from q, seed 0, n = 200,000; E_q[p/q] = 1 exactly,
+    # the SE is sqrt(χ²(p‖q) / n) with χ² = 0.36/0.3 + 0.16/0.7 − 1 = 0.4286: 0.0015; the check must read 1 within 4 SE
+    rng = np.random.default_rng(0)
+    y = rng.random(200_000) < 0.3
+    d = pd.DataFrame(dict(logp=np.log(np.where(y, 0.6, 0.4)), logq=np.log(np.where(y, 0.3, 0.7))))
+    s = cw.ratio_stats(d)
+    assert abs(s["mean_ratio"] - 1) < 4 * s["se"] and s["se"] == pytest.approx(math.sqrt(0.4286 / 200_000), rel=0.05)
+
+
+def test_tables_read_training_runs_and_skip_references(tmp_path):
+    from proposal_nb.results import write_json
+    for arm, kind in (("x", "train"), ("card_eval", "evaluate")):
+        (tmp_path / f"campaign_{arm}").mkdir()
+        write_json(tmp_path / f"campaign_{arm}", "config", dict(kind=kind))
+    pd.DataFrame(dict(step=[1, 2, 2, 30], logp=[0.0, 0.0, np.log(2.0), 0.0], logq=0.0, length=[5, 5, 6, 7])).to_parquet(tmp_path / "campaign_x" / "draws.parquet")
+    pd.DataFrame(dict(checkpoint="c", arm="a", logp=[0.0], logq=[1.0])).to_parquet(tmp_path / "campaign_card_eval" / "draws.parquet")
+    t = cw.training_table(tmp_path)
+    assert t.arm.tolist() == ["x", "x"] and t.what.tolist() == ["steps 2-25", "steps 26-30"] and t.n.tolist() == [2, 1]
+    assert t.mean_ratio.iloc[0] == pytest.approx(1.5)                                # step 1 (p = q exactly) left out
+    (tmp_path / "campaign_eval").mkdir()
+    pd.DataFrame(dict(checkpoint=["base", "base", "x-1", "x-1"], arm=["base", "base", "x", "x"], logp=[-1.0, -2.0, 0.0, 0.0],
+                      logq=[-1.0, -2.0, 0.0, np.log(0.5)])).to_parquet(tmp_path / "campaign_eval" / "draws.parquet")
+    h = cw.heldout_table(tmp_path)
+    assert h.what.tolist() == ["x-1"] and h.mean_ratio.iloc[0] == pytest.approx(1.5)  # the reference (log q = log p) is not a check
+
+
+def test_rescore_summary_by_hand():
+    r = pd.DataFrame(dict(length=[10, 20, 100, 110, 200, 210], logp_fp32=0.0, logp_bf16_cpu=[0.1, -0.1, 0.2, -0.2, 0.3, -0.3],
+                          logp_stored=[0.2, -0.2, 0.2, -0.2, 0.2, -0.2]))
+    s = cw.rescore_summary(r)["CPU bf16 − CPU fp32"]
+    e = np.array([0.1, -0.1, 0.2, -0.2, 0.3, -0.3])
+    assert s["mean"] == pytest.approx(0.0) and s["sd"] == pytest.approx(e.std(ddof=1), abs=1e-4)
+    assert s["sd_by_length"]["1-60"] == pytest.approx(np.std([0.1, -0.1], ddof=1), abs=1e-3) and s["inflation"] == pytest.approx(np.exp(e.var(ddof=1) / 2), abs=1e-3)
+
+
+def test_published_weight_check_matches_the_draws():
+    f = ROOT / "published" / "campaign_weight_check"
+    if not (f / "config.json").exists(): pytest.skip("published/campaign_weight_check is not built")
+    r = pd.read_csv(f / "ratios.csv")
+    row = r[(r.arm == "iguana") & (r.what == "steps 2-25")].iloc[0]
+    d = pd.read_parquet(ROOT / "published" / "campaign_iguana" / "draws.parquet").query("2 <= step <= 25")
+    assert row.n == len(d) and row.mean_ratio == pytest.approx(np.exp(d.logp - d.logq).mean())
