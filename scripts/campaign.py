@@ -136,8 +136,8 @@ def _tasks():
     return split_tasks(tasks, SPLIT["heldout_frac"], SPLIT["split_seed"])
 
 
-def open_run(arm:str, run_dir:Path, model_path:str, config=None):
-    "The arm's OnlineRun in run_dir, resumed from its newest checkpoint."
+def open_run(arm:str, run_dir:Path, model_path:str, config=None, dtype:str|None=None):
+    "The arm's OnlineRun in run_dir, resumed from its newest checkpoint (`dtype`: the model's; None: bf16 on CUDA, fp32 on CPU)."
     import torch
     from proposal_nb.lm.models import add_lora, load_model
     from proposal_nb.lm.training import OnlineRun
@@ -145,7 +145,7 @@ def open_run(arm:str, run_dir:Path, model_path:str, config=None):
     from proposal_nb.programs.sandbox import Executor
     cfg = config or arm_config(arm)
     train, _ = _tasks()
-    lm, tok = load_model(model_path)
+    lm, tok = load_model(model_path, dtype=dtype)
     torch.manual_seed(cfg.loop.seed)              # peft draws the LoRA A matrices from the global RNG
     peft = add_lora(lm, r=8, alpha=16)
     ex = Executor().__enter__()
@@ -240,10 +240,10 @@ def checkpoint_eval(run, base_file:Path, ex, valid:str="no_error")->dict:
 
 
 def train(arm:str, run_dir:Path, model_path:str, deadline_s:float, config=None, stop_at:int|None=None, overrides=None,
-          base_file:Path|None=None)->dict:
+          base_file:Path|None=None, dtype:str|None=None)->dict:
     "Train until the arm's step budget, `stop_at`, or the deadline; checkpoint (and evaluate) at log-spaced steps."
     t0 = time.time()
-    run, ex = open_run(arm, run_dir, model_path, config)
+    run, ex = open_run(arm, run_dir, model_path, config, dtype)
     start, L = run.step, run.cfg.loop
     marks, end = set(log_steps(L.steps)), min(L.steps, stop_at or L.steps)
     t_steps, evals = [], []
@@ -904,6 +904,7 @@ def main(argv=None):
     ap.add_argument("args", nargs="*")
     ap.add_argument("--deadline-s", type=float, default=480); ap.add_argument("--gguf", default="")
     ap.add_argument("--model", default=""); ap.add_argument("--steps", type=int, default=6)
+    ap.add_argument("--dtype", default="", help="train: the model's dtype (float32, bfloat16); default bf16 on CUDA, fp32 on CPU")
     ap.add_argument("--split-at", type=int, default=3); ap.add_argument("--stop-at", type=int, default=None)
     ap.add_argument("--set", action="append", default=[], help="key=value over the arm's settings (smoke tests only)")
     ap.add_argument("--deterministic", action=argparse.BooleanOptionalAction, default=True,
@@ -929,7 +930,8 @@ def main(argv=None):
     if a.cmd == "train":
         arm, runs = a.args
         return train(arm, Path(runs) / arm, _model_path(a), a.deadline_s, config=arm_config(arm, over), overrides=over,
-                     base_file=None if a.no_eval else Path(runs) / reference(arm) / "heldout_draws.parquet")
+                     base_file=None if a.no_eval else Path(runs) / reference(arm) / "heldout_draws.parquet", dtype=a.dtype or None,
+                     stop_at=a.stop_at)
     if a.cmd == "base": return base_eval(Path(a.args[0]), _model_path(a))
     if a.cmd == "rollouts": return rollouts(Path(a.args[0]), _model_path(a))
     if a.cmd == "train-bc": return train_bc(a.args[0], Path(a.args[1]), _model_path(a), over, deadline_s=a.deadline_s)

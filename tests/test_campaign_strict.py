@@ -94,6 +94,16 @@ def test_strict_potential_is_the_one_the_arms_train_with(tmp_path, tiny_path):
         finally: ex.__exit__(None, None, None)
 
 
+def test_open_run_loads_the_model_in_the_dtype_asked(tmp_path, tiny_path):
+    "--dtype reaches the model (the fp32 weight check of NEXT.md needs it); the default on CPU stays fp32."
+    import torch
+    cfg = C.arm_config("iguana", dict(M=2, prompts_per_step=2, max_new_tokens=8, steps=2))
+    for dtype, want in ((None, torch.float32), ("bfloat16", torch.bfloat16), ("float32", torch.float32)):
+        run, ex = C.open_run("iguana", tmp_path / str(dtype), tiny_path, cfg, dtype)
+        try: assert {p.dtype for p in run.model.parameters() if not p.requires_grad} == {want}, dtype   # the base model (peft keeps LoRA in fp32)
+        finally: ex.__exit__(None, None, None)
+
+
 def fake_base(runs:Path, tiny_path:str)->pd.DataFrame:
     "A base held-out table of crafted completions (tokenised with the tiny tokenizer), graded as `base` grades: no_error, correctness."
     from transformers import AutoTokenizer
