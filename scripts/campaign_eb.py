@@ -132,7 +132,8 @@ are too narrow (or biased); "outside low / high" says on which side k fell.
 {chr(10).join(lines)}
 
 The interval counts the run's n draws as n Bernoulli trials with S = Σ uw successes; weights that spread (ESS below n)
-carry less information than that. Tables: `intervals.csv` (per arm and prompt: n, S, ESS, the interval, its posterior
+carry less information than that. The weights are also biased upward here: `campaign_weight_check` finds the mean of
+p/q over these runs' draws at 1.2-1.4 where it should be 1, which lifts S and would put k below the predictive set. Tables: `intervals.csv` (per arm and prompt: n, S, ESS, the interval, its posterior
 Beta(A, B), k of m, the predictive set and its probability), `summary.json`, the chart `intervals.svg`.
 """)
 
