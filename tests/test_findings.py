@@ -313,3 +313,17 @@ def test_calibration_need_beyond_the_task_pool(tmp_path):
     r = row(tmp_path, 9)
     assert r["verdict"] == F.INCONCLUSIVE and "more than the 38 disjoint bundles its task pool holds (easy, size 1)" in r["decides"], r
     assert F.calibration_pool(dict(bundle_size=5)) == 24                  # v1: all 124 embedded tasks, bundles of five
+
+
+def test_rows_that_weigh_by_p_over_q_name_a_failed_weight_check(tmp_path):
+    # row 5 weighs draws by p/q, row 1 counts them: only row 5 carries the note, and only while the check has failed
+    spec = {"base": ("base", 0.4, 0.5, True), "iguana-step-250": ("iguana", 0.6, 0.5, True)}
+    write_eval(tmp_path / "campaign_eval", draws_for(spec, 10, seed=3))
+    assert "weights fail" not in row(tmp_path, 5)["decides"]                      # no check published: no note
+    write_json(tmp_path / "campaign_weight_check", "config", dict(kind="weight_check"))
+    write_json(tmp_path / "campaign_weight_check", "summary", dict(training_windows=4, training_windows_above_1=3))
+    assert row(tmp_path, 5)["decides"].endswith("read with care: the weights fail E_q[p/q] = 1 in 3 of 4 training windows (campaign_weight_check)")
+    assert "weights fail" not in row(tmp_path, 1)["decides"]
+    write_json(tmp_path / "campaign_weight_check", "summary", dict(training_windows=4, training_windows_above_1=0))
+    assert "weights fail" not in row(tmp_path, 5)["decides"]                      # a check that passed says nothing
+    assert "weights fail" not in row(tmp_path, 5, F.JOB)["decides"]               # the CPU job's sources name no check

@@ -22,7 +22,7 @@ __all__ = ['REPRODUCED', 'NOT_REPRODUCED', 'INCONCLUSIVE', 'NOT_RUN', 'PRIMARY_A
            'paired_interval', 'ratio_change', 'Row', 'Missing', 'find_validity', 'find_coverage', 'zx_rates',
            'training_change', 'mean_interval', 'find_anchor', 'normalizer_config', 'replay_zhat', 'find_guards',
            'find_skyline', 'find_batching', 'batching_outcome', 'find_prior', 'find_breakeven', 'find_calibration',
-           'calibration_pool', 'Finding', 'findings_table']
+           'calibration_pool', 'Finding', 'weight_caveat', 'findings_table']
 
 # %% ../../nbs/36_findings.ipynb #c005
 REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_RUN = "reproduced", "not reproduced", "inconclusive", "not run"
@@ -225,9 +225,10 @@ class Sources(NamedTuple):
     anchor: tuple = (("iguana_strict", "iguana_kl_strict", "strict"), ("iguana", "iguana_kl", "no_error"))  # (3) (free, anchored, potential): the first pair run
     base: str = "base"                                                       # the base model's checkpoint
     card_base: str = "base_card"                                             # (7) the card sampler's own draws
+    weights: tuple = ("campaign_weight_check",)                              # the check E_q[p/q] = 1 (rows that weigh by p/q)
 
 PUBLISHED = Sources()                                                        # the published findings table
-JOB = Sources(eval=("eval",), train=("{arm}",), zx=("z",), breakeven=("breakeven_{arm}",), calibration=(), card_eval=())  # the CPU main job
+JOB = Sources(eval=("eval",), train=("{arm}",), zx=("z",), breakeven=("breakeven_{arm}",), calibration=(), card_eval=(), weights=())  # the CPU main job
 
 def run_folder(root:Path|str, # the folder of run folders
                names:Sequence[str], # candidate folder names, `{arm}` allowed
@@ -549,6 +550,7 @@ class Finding(NamedTuple):
     title: str        # the claim
     published: str    # its published numbers (MISSION §8)
     reader: object    # (root, sources, n_boot=, seed=) -> Row | Missing
+    weighted: bool = False   # its number weighs draws by p/q (then a failed weight check is named beside it)
 
 FINDINGS = [
     Finding("validity rises while P(correct | valid) stays flat", "3B DS-1000: validity 0.49 → 0.63–0.74, pass@1 0.195 → 0.28–0.33; "
@@ -559,13 +561,13 @@ FINDINGS = [
             "bins below Z ≈ .3 gain ≈ +0.02 and runs froze or collapsed; with β = 0.1, Z = 0 goes 0.01 → 0.05, .1 < Z ≤ .3 0.15 → 0.24, "
             "no prompt worse; DS-1000 (4 of 591 at Z = 0): nothing collapses", find_anchor),
     Finding("the guards keep Ẑ from inflating", "one draw with uw ≈ 5,500 inflated Ẑ from ≈ 0.9 to ≈ 152 and froze learning; "
-            "b = min(Ẑ, 1) and a bounded fold stop it", find_guards),
+            "b = min(Ẑ, 1) and a bounded fold stop it", find_guards, weighted=True),
     Finding("wacc approaches the skyline", "30B arm 3: wacc 0.628–0.650 vs skyline 0.635, paired Δ vs rejection sampling +0.020 to "
-            "+0.042 (5 of 5 CIs > 0); MSC 0.633, +0.025 [+0.002, +0.050]", find_skyline),
+            "+0.042 (5 of 5 CIs > 0); MSC 0.633, +0.025 [+0.002, +0.050]", find_skyline, weighted=True),
     Finding("BC with length-sorted batches memorises single prompts", "length sort: 1.46 distinct prompts per batch of 8, 79% "
             "single-prompt batches; diverse: 6.34 distinct at 3% padding, gradient-EMA norm 20–25% lower", find_batching),
     Finding("the prior must be the rollout sampler", "card-sampler arms: wacc 0.568–0.585 vs rejection sampling 0.569, paired Δ −0.001 "
-            "to +0.016 (0 of 10 CIs > 0), while pass@1 rises 0.567 → 0.600 (+0.032 [+0.015, +0.050])", find_prior),
+            "to +0.016 (0 of 10 CIs > 0), while pass@1 rises 0.567 → 0.600 (+0.032 [+0.015, +0.050])", find_prior, weighted=True),
     Finding("break-even falls in a U", "N* in the tens of thousands of prompts (25k–80k), U-shaped in training length, "
             "minimum at a middle checkpoint", find_breakeven),
     Finding("the fitness hill and the control's gain", "hidden pass by visible-fitness bucket 0 / 0 / 0.7 / 1.2 / 34.1 / 29.3 / 54.5 %; "
@@ -574,6 +576,14 @@ FINDINGS = [
 
 # %% ../../nbs/36_findings.ipynb #c028
 COLUMNS = ["#", "finding", "project", "published", "verdict", "decides", "source"]   # the findings table's columns
+
+def weight_caveat(root, src:Sources)->str:
+    "A note for the rows that weigh by p/q when the weight check (E_q[p/q] = 1 on the runs' draws) failed; '' when it passed or never ran."
+    f = run_folder(root, src.weights)
+    s = read_json(f, "summary") if f is not None else None
+    if not s or not s.get("training_windows_above_1"): return ""
+    return (f"read with care: the weights fail E_q[p/q] = 1 in {s['training_windows_above_1']} of {s['training_windows']} training windows "
+            f"({f.name})")
 
 def _decides(c:Call, unit:str)->str:
     if c.verdict != INCONCLUSIVE: return c.note
@@ -591,10 +601,12 @@ def findings_table(root:Path|str|None=None, # folder of run folders (default: re
     which = list(which or range(1, len(FINDINGS) + 1))
     bad = [i for i in which if not 1 <= i <= len(FINDINGS)]
     if bad: raise ValueError(f"finding numbers run 1..{len(FINDINGS)}; got {bad}")
-    rows = []
+    rows, caveat = [], weight_caveat(root, sources)
     for i in which:
         f = FINDINGS[i - 1]
         r = f.reader(root, sources, n_boot=n_boot, seed=seed)
-        if isinstance(r, Missing): rows.append([i, f.title, "", f.published, NOT_RUN, f"needs {r.needs}", ""])
-        else: rows.append([i, f.title, r.project, f.published, r.call.verdict, _decides(r.call, r.unit), r.source])
+        if isinstance(r, Missing): rows.append([i, f.title, "", f.published, NOT_RUN, f"needs {r.needs}", ""]); continue
+        d = _decides(r.call, r.unit)
+        if f.weighted and caveat: d = "; ".join(x for x in (d, caveat) if x)
+        rows.append([i, f.title, r.project, f.published, r.call.verdict, d, r.source])
     return pd.DataFrame(rows, columns=COLUMNS)
