@@ -121,11 +121,12 @@ def breakeven_offline(arm:str, ev:Path, train:Path, shares:pd.DataFrame, costs, 
     jobs = read_json(train, "config")["jobs"]
     sh = shares.merge(pd.DataFrame([dict(arm=arm, job=i, train_s=float(j["train_s"])) for i, j in enumerate(jobs)]), on=["arm", "job"], how="left")
     bill = offline_bill(arm, int(trained.step.max()), sh.fillna(dict(train_s=0.0)), int(jobs[-1]["samples"]), costs)
-    be = breakeven(rates_from_table(read_table(ev, "draws"), ["base"]), trained, bill, costs, K_max=K_MAX, n_boot=n_boot, seed=seed)
+    rates = rates_from_table(read_table(ev, "draws"), ["base"])
+    be = breakeven(rates, trained, bill, costs, K_max=K_MAX, n_boot=n_boot, seed=seed)
     note = (f"bill: the {int(bill.samples.iloc[0]):,} base rollouts (each checked once; the rollout job's seconds less its checker "
             f"seconds are GPU generation, at the job's share) and the fit's train_s at its jobs' shares; serving: seconds per sample "
             f"pooled over the online arms' attributed logs (the same model and engine)")
-    return be, dict(measured=costs._asdict(), attributed=costs._asdict(), rates=rates_from_table(read_table(ev, "draws"), ["base"]),
+    return be, dict(measured=costs._asdict(), attributed=costs._asdict(), rates=rates,
                     source=f"campaign_eval jobs (rollouts) + campaign_{arm}/config.json jobs (train_s)", bill_note=note)
 
 def u_statement(pc:pd.DataFrame, # per_checkpoint, in step order

@@ -29,7 +29,7 @@ def run_interval(draws:pd.DataFrame, # training draws: prompt_id, log_uw
     from scipy.special import logsumexp
     from proposal_nb.estimators import normalizer as nz
     g = draws.groupby("prompt_id", sort=True).log_uw
-    lw = g.apply(lambda x: float(logsumexp(x.to_numpy(float)))) if len(draws) else pd.Series(dtype=float)
+    lw = g.apply(lambda x: float(logsumexp(x.to_numpy(float))))
     lw2 = g.apply(lambda x: float(logsumexp(2 * x.to_numpy(float))))
     n = g.size().astype(float)
     st = nz.init(len(n))
