@@ -5,7 +5,7 @@
 # side (each fit resumable across jobs); the arm
 # `card` is the card-sampler arm (its base draws, chunked rollouts resumed job by job, then filtered BC); `calib` is the
 # calibration control v2 (published/h200_calibration_v2: needs altair and nbformat in /tmp/site); `chaincheck` trains a
-# short case unbroken and chained (campaign.py chain-check); iguana_strict and iguana_kl_strict train through the generic
+# short case unbroken and chained (campaign.py chain-check); `weightcheck` trains 25 iguana steps in bf16 and in fp32 (E_q[p/q] = 1); iguana_strict and iguana_kl_strict train through the generic
 # branch, with base-strict on the CPU beside them. Logs go to RUNS/_logs, packed with the runs.
 # Call 1 carries .devmodel/a and copies it to /tmp/m/ (see ../shared/tools/device-model.sh); this call carries
 # .devmodel/b and .campaign/src (a source snapshot: git archive <commit> proposal_nb + scripts/campaign.py + COMMIT).
@@ -50,6 +50,11 @@ for a in "${ARMS[@]}"; do
     [ -f $R/calibration_v2/summary.json ] || { rm -rf $R/calibration_v2; timeout $(left) python3 scripts/exec_notebook.py \
       nbs/runs/30_calibration.ipynb out_dir=$R/calibration_v2 model=$MODEL n_bundles=38 bundle_size=1 "difficulties=['easy']" particles=4 \
       rounds=3 reruns=1 bar=0.0 max_new_tokens=256 batch_size=152 judge_items=400 sandbox_workers=12 seed=0 n_boot=2000 > $L/calib.log 2>&1 & }
+  elif [ "$a" = weightcheck ]; then   # E_q[p/q] = 1 on training draws: 25 iguana steps in bf16 and in fp32 side by side, no evaluation
+    for d in bfloat16 float32; do
+      [ -f $R/weight_check/$d/iguana/draws.parquet ] || timeout $(left) $C train iguana $R/weight_check/$d --model $MODEL --dtype $d --stop-at 25 \
+        --no-eval --deadline-s $(left) > $L/wc_$d.log 2>&1 &
+    done
   elif [ "$a" = chaincheck ]; then
     [ -f $R/chain_check/chain_check.json ] || timeout $(left) $C chain-check $R/chain_check --steps 6 --split-at 3 --model $MODEL > $L/chaincheck.log 2>&1 &
   else
@@ -59,5 +64,6 @@ done
 wait
 echo "sizes:"; du -sh $R/* 2>/dev/null | sort -h | tail -25
 for f in $L/*.log; do echo "== $f"; tail -4 $f; done; cat $R/*/ledger.jsonl; cat $R/chain_check/chain_check.json 2>/dev/null
+[ -d $R/weight_check ] && python3 -c "import sys; sys.path.insert(0, 'scripts'); from campaign_weights import dtype_table; print(dtype_table('$R/weight_check').to_string())"
 $C pack-runs $R /tmp/runs.tar.gz && split -b 15000000 -d /tmp/runs.tar.gz $OUT/runs.tgz.
 ls -la $OUT; echo "job wall $(( $(date +%s) - T0 )) s"

@@ -47,6 +47,18 @@ def training_table(root:Path)->pd.DataFrame:
             if len(x): rows.append(dict(arm=f.parent.name.removeprefix("campaign_"), split="training", what=f"steps {lo}-{min(hi, int(d.step.max()))}", **ratio_stats(x)))
     return pd.DataFrame(rows)
 
+def dtype_table(root, # RUNS/weight_check: one folder per dtype, each an iguana run (campaign_job.sh's arm weightcheck)
+                lo:int=2, hi:int=25)->pd.DataFrame:
+    "Per dtype: ratio_stats of the training draws at steps lo-hi, the gap from 1 in standard errors, and the steps reached."
+    rows = []
+    for d in sorted(Path(root).iterdir()):
+        f = d / "iguana" / "draws.parquet"
+        if not f.exists(): continue
+        x = pd.read_parquet(f, columns=["step", "logp", "logq"])
+        r = ratio_stats(x[(x.step >= lo) & (x.step <= hi)])
+        rows.append(dict(dtype=d.name, steps=f"{lo}-{int(x.step.max())}", **r, z=(r["mean_ratio"] - 1) / r["se"] if r["se"] else math.nan))
+    return pd.DataFrame(rows)
+
 def heldout_table(root:Path)->pd.DataFrame:
     "Per held-out checkpoint of the campaign's evaluations (the references excluded: their log q is log p): ratio_stats."
     rows = []

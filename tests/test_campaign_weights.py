@@ -44,6 +44,17 @@ def test_tables_read_training_runs_and_skip_references(tmp_path):
     assert h.what.tolist() == ["x-1"] and h.mean_ratio.iloc[0] == pytest.approx(1.5)  # the reference (log q = log p) is not a check
 
 
+def test_dtype_table_reads_each_dtype_run_from_step_2(tmp_path):
+    # weight_check/<dtype>/iguana/draws.parquet (campaign_job.sh's arm weightcheck); step 1 and steps past 25 left out
+    for dt, lp in (("bfloat16", np.log([4.0, 2.0, 1.0, 3.0])), ("float32", np.log([9.0, 1.0, 1.0, 9.0]))):
+        (tmp_path / dt / "iguana").mkdir(parents=True)
+        pd.DataFrame(dict(step=[1, 2, 25, 26], logp=lp, logq=0.0)).to_parquet(tmp_path / dt / "iguana" / "draws.parquet")
+    (tmp_path / "stray").mkdir()                                                       # a folder without a run: skipped
+    t = cw.dtype_table(tmp_path)
+    assert t.dtype.tolist() == ["bfloat16", "float32"] and t.n.tolist() == [2, 2] and t.steps.tolist() == ["2-26", "2-26"]
+    assert t.mean_ratio.tolist() == pytest.approx([1.5, 1.0]) and t.z.iloc[0] == pytest.approx(0.5 / 0.5) and math.isnan(t.z.iloc[1])   # no spread: no SE, no z
+
+
 def test_rescore_summary_by_hand():
     r = pd.DataFrame(dict(length=[10, 20, 100, 110, 200, 210], logp_fp32=0.0, logp_bf16_cpu=[0.1, -0.1, 0.2, -0.2, 0.3, -0.3],
                           logp_stored=[0.2, -0.2, 0.2, -0.2, 0.2, -0.2]))
