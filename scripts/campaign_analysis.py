@@ -23,6 +23,7 @@ _spec = importlib.util.spec_from_file_location("campaign", ROOT / "scripts" / "c
 campaign = importlib.util.module_from_spec(_spec); _spec.loader.exec_module(campaign)
 
 WINDOW = 25          # training steps per window of the training-prompt trajectories (~34 draws per prompt at 8 x 10 per step)
+WINDOW_M = 10        # the M that WINDOW is for: an arm with M draws per prompt and step gets WINDOW x WINDOW_M / M steps (equal draws)
 THRESHOLD = 0.2      # |change| above it is an up / down move (MISSION §5)
 K_MAX = 50           # largest K of the base's best-of-K (closed form from Z, s)
 NS = (1000, 10000, 100000)  # prompts served, for the amortized marks
@@ -225,6 +226,13 @@ def bin_labels(zbin:pd.Series, # bin labels of analysis.zbins (named after Z)
     return z.str.replace("Z", "C", regex=False) if binning.startswith("C") else z
 
 
+def arm_window(config:dict, # campaign_<arm>/config.json (training.loop.M)
+              )->int: # steps per window
+    "Steps per training window that hold as many draws as WINDOW steps at M = WINDOW_M (msc_m2, M = 2: 125 steps)."
+    M = int(config["training"]["loop"]["M"])
+    if M < 1: raise ValueError(f"M must be >= 1, got {M}")
+    return max(1, round(WINDOW * WINDOW_M / M))
+
 def window_rates(draws:pd.DataFrame, # training draws: step, prompt_id, valid
                  window:int=WINDOW, # steps per window
                  last_step:int|None=None, # the last step trained (default: the table's); only whole windows are kept
@@ -289,7 +297,7 @@ def training_bins(root:Path, arms:list, zx:Path, n_boot:int=2000, seed:int=0, po
     "Training-prompt validity per window of steps and Z bin (Z from the base draws of `zx`), and first vs last window up/down."
     from proposal_nb.analysis.evaluation import prompt_rates
     from proposal_nb.analysis.zbins import bin_trajectories
-    from proposal_nb.results import read_table
+    from proposal_nb.results import read_json, read_table
     z = prompt_rates(zx_draws(zx, potential))
     traj, moves, counts = [], [], []
     for arm in arms:
@@ -297,7 +305,7 @@ def training_bins(root:Path, arms:list, zx:Path, n_boot:int=2000, seed:int=0, po
         miss = sorted(set(d.prompt_id) - set(z.prompt_id))
         if miss: raise ValueError(f"campaign_{arm}: training prompt(s) {miss[:3]} have no base draws in {zx.name}")
         r = binned(z[z.prompt_id.isin(set(d.prompt_id))])
-        win = window_rates(d, WINDOW, int(d.step.max()))
+        win = window_rates(d, arm_window(read_json(root / f"campaign_{arm}", "config")), int(d.step.max()))
         base = pd.DataFrame(dict(prompt_id=r.prompt_id, checkpoint=f"base ({zx.name})", step=0,
                                  n=z.set_index("prompt_id").n.reindex(r.prompt_id).to_numpy(), validity=r.Z))
         pp = pd.concat([base, win], ignore_index=True)
@@ -469,8 +477,8 @@ Built on CPU by `scripts/campaign_analysis.py` from published tables only.
   The base point of each bin is made of the draws that define the bin (regression to the mean lifts the low bins a little);
   `bins.csv` also bins the held-out prompts by {ZX}'s 20 other base draws per prompt.
 - **Training:** {s['training_prompts']} prompts; Z(x) under {s['potential']} from {ZX} ({s['training_base_draws_per_prompt']} base draws per prompt). Prompts per Z bin:
-  {', '.join(f'{k}: {v}' for k, v in pt.items())}. Validity per whole window of {s['window_steps']} steps (8 prompts x 10 draws a step: 10 to 40 draws
-  per prompt and window); training draws are not graded for correctness, so training prompts have Z bins and validity only.
+  {', '.join(f'{k}: {v}' for k, v in pt.items())}. Validity per whole window of {s['window_steps']} steps at M = {s.get('window_m', 10)} (8 prompts x 10 draws a step: 10 to 40
+  draws per prompt and window; an arm with another M gets as many draws a window, msc_m2's windows are 125 steps); training draws are not graded for correctness, so training prompts have Z bins and validity only.
 - **CIs:** 95% prompt bootstrap within each bin. With 25 held-out prompts the median CI half-width over checkpoints is
   wacc {hw['wacc']:.3f}, pass@1 {hw['pass1']:.3f}, validity {hw['validity']:.3f}, pass@40 {hw['pass@40']:.3f}, distinct {hw['distinct']:.3f}: a macro difference
   smaller than about that is not resolved by one checkpoint's CI (the paired CIs in `{s['evaluation']}/paired.csv` are sharper).
@@ -540,17 +548,17 @@ def write_zbins(out:Path, root:Path, arms:list, sources:dict, n_boot:int=2000, s
     hc = bins[(bins.split == "heldout") & (bins.binning == "C") & (bins.metric == "pass1")]
     save_chart(chart_bins(hc[hc.arm != ref].pipe(lambda d: pd.concat([hc[hc.arm == ref].assign(arm=a) for a in [*arms, *offline]] + [d])),
                           f"Held-out pass@1 by the base's C bin ({len(rates)} prompts)"), out, "bins_heldout_pass1_by_C")
-    save_chart(chart_bins(bins[bins.split == "training"], f"Training-prompt validity{pot} by Z bin ({WINDOW}-step windows; step 0: {ZX})",
+    save_chart(chart_bins(bins[bins.split == "training"], f"Training-prompt validity{pot} by Z bin (windows of {WINDOW} steps at M = {WINDOW_M}, {WINDOW} x {WINDOW_M} / M at other M; step 0: {ZX})",
                           "last step of the window (0: base)"),
                out, "bins_training_validity")
     uh = updown[(updown.split == "heldout") & (updown.metric == "validity") & updown.b.isin(last.values())]
     save_chart(chart_moves(uh, f"Held-out validity{pot}, {ref} → each arm's last checkpoint: prompts moved by more than 0.2"), out, "updown_heldout_validity")
-    save_chart(chart_moves(updown[updown.split == "training"], f"Training-prompt validity{pot}, first → last {WINDOW}-step window"), out, "updown_training_validity")
+    save_chart(chart_moves(updown[updown.split == "training"], f"Training-prompt validity{pot}, first → last training window"), out, "updown_training_validity")
     save_chart(chart_skyline(sk), out, "skyline")
     save_chart(chart_coverage(cov, list(last.values()), ref), out, "coverage")
     tot = updown[updown.zbin == "all"].set_index(["split", "arm", "a", "b", "metric"])[["up", "down", "null_up", "null_down"]]
     summary = dict(evaluation=view.ev, reference=ref, potential=view.potential, heldout_prompts=len(rates), base_draws_per_prompt=int(rates.n.min()), training_prompts=int(len(zt)),
-                   training_base_draws_per_prompt=int(zt.n.min()), window_steps=WINDOW, threshold=THRESHOLD,
+                   training_base_draws_per_prompt=int(zt.n.min()), window_steps=WINDOW, window_m=WINDOW_M, threshold=THRESHOLD,
                    prompts_per_zbin={s: z_table[z_table.split == s].zbin.value_counts().reindex(list(Z_BIN_LABELS), fill_value=0).astype(int).to_dict() for s in ("heldout", "training")},
                    prompts_per_cbin_heldout={k.replace("Z", "C"): int(v) for k, v in z_table[z_table.split == "heldout"].cbin.value_counts()
                                              .reindex(list(Z_BIN_LABELS), fill_value=0).items()},
@@ -563,7 +571,7 @@ def write_zbins(out:Path, root:Path, arms:list, sources:dict, n_boot:int=2000, s
                                if b in last.values() or s == "training"})
     write_json(out, "summary", summary)
     (out / "README.md").write_text(readme_zbins(summary, updown))
-    write_json(out, "config", dict(kind="zbins", arms=arms, offline_arms=list(offline), view=view._asdict(), window=WINDOW, threshold=THRESHOLD,
+    write_json(out, "config", dict(kind="zbins", arms=arms, offline_arms=list(offline), view=view._asdict(), window=WINDOW, window_m=WINDOW_M, threshold=THRESHOLD,
                                    n_boot=n_boot, seed=seed,
                                    source=dict(heldout=f"{view.ev} (per_prompt, draws, summary, paired)", training="campaign_<arm>/draws.parquet",
                                                base_z=f"{ZX}/base_rollouts.parquet (r_{view.potential})"),

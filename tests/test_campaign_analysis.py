@@ -109,6 +109,12 @@ def test_breakeven_on_a_table_computed_by_hand(tmp_path):
     assert r.nstar_gpu_h == pytest.approx((12 + 4 + 4) / (0.25 * gen))          # GPU: generation, scoring, update; serving: generation
 
 
+def test_arm_window_holds_equal_draws():
+    cfg = lambda M: dict(training=dict(loop=dict(M=M)))
+    assert ca.arm_window(cfg(10)) == ca.WINDOW == 25 and ca.arm_window(cfg(2)) == 125 and ca.arm_window(cfg(4)) == 62   # 62.5 rounds to even
+    with pytest.raises(ValueError, match="M must be"): ca.arm_window(cfg(0))
+
+
 def test_window_rates_keep_whole_windows_only():
     d = pd.DataFrame(dict(step=[1, 1, 2, 3, 4, 5], prompt_id=["a", "b", "a", "a", "b", "a"], valid=[1.0, 0.0, 0.0, 1.0, 1.0, 1.0]))
     w = ca.window_rates(d, window=2)                                          # steps 1-2 and 3-4; step 5 starts a window never finished

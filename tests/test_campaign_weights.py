@@ -45,14 +45,27 @@ def test_tables_read_training_runs_and_skip_references(tmp_path):
 
 
 def test_dtype_table_reads_each_dtype_run_from_step_2(tmp_path):
-    # weight_check/<dtype>/iguana/draws.parquet (campaign_job.sh's arm weightcheck); step 1 and steps past 25 left out
+    # weight_check/<dtype>/iguana/{draws,log}.parquet (campaign_job.sh's arm weightcheck); step 1 and steps past 25 left out
     for dt, lp in (("bfloat16", np.log([4.0, 2.0, 1.0, 3.0])), ("float32", np.log([9.0, 1.0, 1.0, 9.0]))):
         (tmp_path / dt / "iguana").mkdir(parents=True)
-        pd.DataFrame(dict(step=[1, 2, 25, 26], logp=lp, logq=0.0)).to_parquet(tmp_path / dt / "iguana" / "draws.parquet")
+        pd.DataFrame(dict(step=[1, 2, 25, 26], prompt_id="p", draw=0, length=5, valid=True, logp=lp, logq=0.0)).to_parquet(tmp_path / dt / "iguana" / "draws.parquet")
+        pd.DataFrame(dict(step=[1, 2, 25, 26], logprob_gap_mean=[0.0, 0.1, 0.3, 9.0] if dt == "bfloat16" else 0.0)).to_parquet(tmp_path / dt / "iguana" / "log.parquet")
     (tmp_path / "stray").mkdir()                                                       # a folder without a run: skipped
-    t = cw.dtype_table(tmp_path)
-    assert t.dtype.tolist() == ["bfloat16", "float32"] and t.n.tolist() == [2, 2] and t.steps.tolist() == ["2-26", "2-26"]
-    assert t.mean_ratio.tolist() == pytest.approx([1.5, 1.0]) and t.z.iloc[0] == pytest.approx(0.5 / 0.5) and math.isnan(t.z.iloc[1])   # no spread: no SE, no z
+    d = cw.dtype_draws(tmp_path)
+    assert len(d) == 8 and d.gap.tolist()[:4] == [0.0, 0.1, 0.3, 9.0]
+    t = cw.dtype_table(d)
+    assert t.dtype.tolist() == ["bfloat16", "float32"] and t.n.tolist() == [2, 2] and t.steps.tolist() == ["2-25", "2-25"]
+    assert t.mean_ratio.tolist() == pytest.approx([1.5, 1.0]) and t.z.iloc[0] == pytest.approx(0.5 / 0.5)
+    assert math.isnan(t.z.iloc[1]) and t.gap_per_token.tolist() == pytest.approx([0.2, 0.0])   # no spread: no SE, no z
+    with pytest.raises(ValueError, match="no <dtype>"): cw.dtype_draws(tmp_path / "stray")
+
+
+def test_dtype_verdict_applies_the_rule_fixed_before_the_run():
+    v = lambda b, f: cw.dtype_verdict(dict(bfloat16=dict(mean_ratio=b, se=0.03), float32=dict(mean_ratio=f, se=0.015)))
+    assert v(1.24, 1.015).startswith("bf16 inflates")            # fp32 within 2 SE (0.03), bf16 8 SE out: re-run in fp32
+    assert v(1.24, 1.04).startswith("fp32 misses")               # fp32 2.7 SE out
+    assert v(1.05, 1.0).startswith("both read 1")                # bf16 within 2 SE (0.06)
+    assert cw.dtype_verdict(None) is None and cw.dtype_verdict(dict(float32=dict(mean_ratio=1.0, se=0.1))) is None
 
 
 def test_rescore_summary_by_hand():
