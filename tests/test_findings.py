@@ -196,6 +196,14 @@ def test_batching_shows_what_the_fits_did(tmp_path):
     assert "; held-out draws at the completion cap: sort 30%, spread 0%" in p, p    # draws 0, 4, 8 of 10
     lo, hi = (float(x.replace("−", "-")) for x in p.split("held-out validity sort − spread ")[1].split("[")[1].split("]")[0].split(", "))
     assert hi < -0.4 and lo > -0.8, p                                               # −0.6 at 40 prompts x 40 draws
+    assert "order control" not in p                                                 # no bc_sort_shuffled run: nothing said
+    # the order control (sort's batches shuffled): validity 0.8 against sort's 0.3, none of its draws at the cap
+    write_json(tmp_path / "campaign_bc_sort_shuffled", "config", dict(kind="train", arm="bc_sort_shuffled", training=dict(cap=100)))
+    write_eval(tmp_path / "campaign_eval", pd.concat([d, draws_for({"bc_sort_shuffled-step-9": ("bc_sort_shuffled", 0.8, 0.5, True)}, 40, seed=9)]))
+    p = row(tmp_path, 6)["project"]
+    assert p.endswith(", 0% of its draws at the cap") and "; held-out draws at the completion cap: sort 30%, spread 0%" in p, p
+    lo, hi = (float(x.replace("−", "-")) for x in p.split("− sort: validity ")[1].split("[")[1].split("]")[0].split(", "))
+    assert 0.3 < lo < hi < 0.7, p                                                   # +0.5 at 40 prompts x 40 draws
 
 
 # (7) the prior must be the rollout sampler: the card arm against the card sampler's own draws; 60 prompts, seed 7 -
@@ -324,6 +332,9 @@ def test_rows_that_weigh_by_p_over_q_name_a_failed_weight_check(tmp_path):
     write_json(tmp_path / "campaign_weight_check", "summary", dict(training_windows=4, training_windows_above_1=3))
     assert row(tmp_path, 5)["decides"].endswith("read with care: the weights fail E_q[p/q] = 1 in 3 of 4 training windows (campaign_weight_check)")
     assert "weights fail" not in row(tmp_path, 1)["decides"]
+    write_json(tmp_path / "campaign_weight_check", "summary", dict(training_windows=4, training_windows_above_1=3,
+               dtype_verdict="bf16 inflates p/q and fp32 reads 1: the IS-weighted numbers need fp32 re-runs"))
+    assert row(tmp_path, 5)["decides"].endswith("training windows (campaign_weight_check); bf16 is the cause (fp32 reads 1): this number needs an fp32 re-run")
     write_json(tmp_path / "campaign_weight_check", "summary", dict(training_windows=4, training_windows_above_1=0))
     assert "weights fail" not in row(tmp_path, 5)["decides"]                      # a check that passed says nothing
     assert "weights fail" not in row(tmp_path, 5, F.JOB)["decides"]               # the CPU job's sources name no check

@@ -267,7 +267,8 @@ def find_batching(root, src:Sources, **kw)->Row|Missing:
 
 def batching_outcome(root, src:Sources, runs:dict, logs:dict)->str:
     """(6) What the two fits did, shown next to the rule (not ruled on): held-out validity sort − spread, each fit's share of
-    held-out draws that reach its completion cap, and the mean per-batch gradient norm (the norm of each batch's gradient, not of its EMA)."""
+    held-out draws that reach its completion cap, the mean per-batch gradient norm (the norm of each batch's gradient, not of its EMA),
+    and the order control bc_sort_shuffled (sort's batches in a shuffled order) against sort, where it ran."""
     g = {a: float(np.nanmean(lg.grad_norm)) for a, lg in logs.items() if "grad_norm" in lg.columns}
     out = f"; mean per-batch gradient norm sort / spread {g['bc_sort'] / g['bc_spread']:.2f}" if len(g) == 2 else ""
     ev = eval_tables(root, src)
@@ -277,8 +278,15 @@ def batching_outcome(root, src:Sources, runs:dict, logs:dict)->str:
     draws = read_table(run_folder(root, src.eval), "draws")
     cap = {a: read_json(f, "config").get("training", {}).get("cap") for a, f in runs.items()}
     at_cap = {a: float((draws[draws.checkpoint == cks[a]].length >= cap[a]).mean()) for a in runs if cap[a] and "length" in draws.columns}
-    return (out + (f"; held-out validity sort − spread {_fmt(d)}" if d else "")
+    out += ((f"; held-out validity sort − spread {_fmt(d)}" if d else "")
             + ("; held-out draws at the completion cap: " + ", ".join(f"{a.removeprefix('bc_')} {v:.0%}" for a, v in at_cap.items()) if at_cap else ""))
+    ctl = run_folder(root, src.train, "bc_sort_shuffled")
+    ck = last_checkpoint(ev.summary, "bc_sort_shuffled") if ctl is not None else None
+    if ck is None: return out
+    o = paired_interval(ev.paired, cks["bc_sort"], ck, "validity", ev.n)
+    c = read_json(ctl, "config").get("training", {}).get("cap")
+    share = float((draws[draws.checkpoint == ck].length >= c).mean()) if c and "length" in draws.columns else None
+    return out + (f"; order control (sort's batches, shuffled) − sort: validity {_fmt(o)}" if o else "") + (f", {share:.0%} of its draws at the cap" if share is not None else "")
 
 def find_prior(root, src:Sources, **kw)->Row|Missing:
     "(7) The card-trained arm against the card sampler's rejection sampling (wacc) and its own pass@1 gain."
@@ -389,8 +397,9 @@ def weight_caveat(root, src:Sources)->str:
     f = run_folder(root, src.weights)
     s = read_json(f, "summary") if f is not None else None
     if not s or not s.get("training_windows_above_1"): return ""
+    cause = (s.get("dtype_verdict") or "").startswith("bf16")      # the H200 check: bf16 inflates p/q, fp32 reads 1
     return (f"read with care: the weights fail E_q[p/q] = 1 in {s['training_windows_above_1']} of {s['training_windows']} training windows "
-            f"({f.name})")
+            f"({f.name})" + ("; bf16 is the cause (fp32 reads 1): this number needs an fp32 re-run" if cause else ""))
 
 def _decides(c:Call, unit:str)->str:
     if c.verdict != INCONCLUSIVE: return c.note
