@@ -22,6 +22,8 @@ chained through GPU jobs of at most 10 minutes with exact resume.
     python scripts/campaign.py plan-strict OUT               # the strict pair's pre-registration (campaign_strict.json, finding 3)
     python scripts/campaign.py base-strict RUNS [--model PATH]   # the base arm's held-out draws regraded with strict (CPU, no GPU)
     python scripts/campaign.py train iguana_strict RUNS ...  # (and iguana_kl_strict) trained and evaluated with r = strict
+    python scripts/campaign.py base-fp32 RUNS [--model PATH]  # the base arm's held-out draws in fp32 (the fp32 arms' reference)
+    python scripts/campaign.py train iguana_fp32 RUNS ...    # (and iguana_kl, msc, rb_msc, msc_m2 _fp32) a bf16 arm's settings in fp32
 
 At each log-spaced checkpoint, `train` also draws the held-out split (R x M = 4 x 10 per prompt, the same keys as
 every other arm) and re-scores the base arm's draws under the checkpoint (the report card's prior table), restoring
@@ -74,6 +76,15 @@ STRICT_ARMS = {  # arm: (the arm whose settings it copies, why); trained with r 
 STRICT_COMMAND = ("bash scripts/campaign_job.sh 560 iguana_strict iguana_kl_strict "     # chained jobs; base-strict runs on the box CPU
                   "&& .venv/bin/python scripts/campaign.py report RUNS published")
 CARD_COMMAND = "bash scripts/campaign_job.sh 575 card && .venv/bin/python scripts/campaign.py report-card RUNS published"
+# The fp32 arms, fixed 2026-12-01 after the weight check and before any of them ran: over the same 25 iguana steps the mean
+# of p/q reads 1.242 +- 0.035 in bf16 and 1.015 +- 0.015 in fp32 (published/campaign_weight_check), so by the rule fixed
+# before that check every number weighed by p/q needs an fp32 re-run. Each arm copies its bf16 arm's settings exactly and
+# runs the model in fp32; its evaluation compares against base_fp32 (the base arm's held-out draws drawn in fp32, the
+# same keys) in its own folder, campaign_fp32_eval, never mixed with the bf16 one.
+FP32_ARMS = {a: (a, f"{ARMS[a][1]}, in fp32") for a in ("iguana", "iguana_kl", "msc", "rb_msc", "msc_m2")}
+FP32_ARMS = {f"{a}_fp32": v for a, v in FP32_ARMS.items()}
+FP32_COMMAND = ("bash scripts/campaign_job.sh 575 iguana_fp32 iguana_kl_fp32 msc_fp32 rb_msc_fp32 "
+                "&& .venv/bin/python scripts/campaign.py report RUNS published")
 
 
 def log_steps(steps:int, per:int=4)->list[int]:
@@ -85,7 +96,13 @@ def arm_settings(arm:str)->dict:
     "SHARED with an online arm's settings over it (a strict arm: the arm it copies, then STRICT's mu0)."
     if arm in ARMS: return SHARED | ARMS[arm][0]
     if arm in STRICT_ARMS: return SHARED | ARMS[STRICT_ARMS[arm][0]][0] | dict(mu0=STRICT["mu0"])
-    raise SystemExit(f"unknown arm {arm!r}; arms: {', '.join([*ARMS, *STRICT_ARMS])}")
+    if arm in FP32_ARMS: return SHARED | ARMS[FP32_ARMS[arm][0]][0]
+    raise SystemExit(f"unknown arm {arm!r}; arms: {', '.join([*ARMS, *STRICT_ARMS, *FP32_ARMS])}")
+
+
+def arm_dtype(arm:str)->str|None:
+    "The model dtype an arm runs in: float32 for the fp32 arms, else None (the default: bf16 on CUDA, fp32 on CPU)."
+    return "float32" if arm in FP32_ARMS or arm == "base_fp32" else None
 
 
 def train_potential(arm:str)->str:
@@ -95,7 +112,7 @@ def train_potential(arm:str)->str:
 
 def reference(arm:str)->str:
     "The arm whose held-out draws an arm's report card re-scores and its evaluation compares against."
-    return "base_strict" if arm in STRICT_ARMS else "base"
+    return "base_strict" if arm in STRICT_ARMS else "base_fp32" if arm in FP32_ARMS else "base"
 
 
 def arm_config(arm:str, overrides:dict|None=None):
@@ -166,16 +183,16 @@ def heldout_draws(model, tok, name:str, state, ex, keep_tokens:bool=False, valid
                             batch_size=EVAL["batch_size"], keep_tokens=keep_tokens, progress=False, engine="auto")
 
 
-def base_eval(runs:Path, model_path:str)->Path:
-    "The base arm's held-out draws, with token ids (re-scored under every checkpoint for the report card)."
+def base_eval(runs:Path, model_path:str, name:str="base")->Path:
+    "The base arm's held-out draws, with token ids (re-scored under every checkpoint for the report card); base_fp32: in fp32."
     import torch
     from proposal_nb.lm.models import add_lora, load_model
     from proposal_nb.programs.sandbox import Executor
-    t0, out = time.time(), runs / "base"; out.mkdir(parents=True, exist_ok=True)
-    lm, tok = load_model(model_path); torch.manual_seed(0); peft = add_lora(lm, r=8, alpha=16)
+    t0, out = time.time(), runs / name; out.mkdir(parents=True, exist_ok=True)
+    lm, tok = load_model(model_path, dtype=arm_dtype(name)); torch.manual_seed(0); peft = add_lora(lm, r=8, alpha=16)
     with Executor() as ex: d = heldout_draws(peft, tok, "base", None, ex, keep_tokens=True)
     d.to_parquet(out / "heldout_draws.tmp.parquet"); (out / "heldout_draws.tmp.parquet").rename(out / "heldout_draws.parquet")
-    job = dict(arm="base", wall_s=round(time.time() - t0, 1), draws=len(d), validity=float(d.valid.mean()), gpu=_gpu(),
+    job = dict(arm=name, wall_s=round(time.time() - t0, 1), draws=len(d), validity=float(d.valid.mean()), dtype=_dtype(lm), gpu=_gpu(),
                date=datetime.now(timezone.utc).isoformat(timespec="seconds"), commit=_commit())
     with open(out / "ledger.jsonl", "a") as f: f.write(json.dumps(job) + "\n")
     print(json.dumps(job), flush=True)
@@ -262,7 +279,7 @@ def train(arm:str, run_dir:Path, model_path:str, deadline_s:float, config=None, 
     job = dict(arm=arm, start_step=start, end_step=run.step, steps=L.steps, wall_s=round(time.time() - t0, 1),
                step_s_mean=round(sum(t_steps) / max(1, len(t_steps)), 3), train_s=round(sum(t_steps), 1),
                eval_s=round(sum(e["eval_s"] for e in evals), 1), samples=(run.step - start) * L.M * L.prompts_per_step,
-               overrides=overrides or {}, potential=run.potential.kind, gpu=_gpu(),
+               overrides=overrides or {}, potential=run.potential.kind, dtype=_dtype(run.model), gpu=_gpu(),
                date=datetime.now(timezone.utc).isoformat(timespec="seconds"), commit=_commit())
     with open(run_dir / "ledger.jsonl", "a") as f: f.write(json.dumps(job) + "\n")
     print(json.dumps(job), flush=True)
@@ -272,6 +289,11 @@ def train(arm:str, run_dir:Path, model_path:str, deadline_s:float, config=None, 
 def _cast(default, v:str):
     if isinstance(default, bool): return v == "True"
     return type(default)(v) if default is not None else v
+
+
+def _dtype(model)->str:
+    "The dtype the model's weights are in ('bfloat16', 'float32'), for the ledger."
+    return str(next(model.parameters()).dtype).removeprefix("torch.")
 
 
 def _gpu()->str:
@@ -459,10 +481,10 @@ def gpu_minutes(ledgers:dict)->dict:
 USER_COMMAND = "bash scripts/campaign_job.sh 560 iguana msc iguana_kl rb_msc && .venv/bin/python scripts/campaign.py report RUNS published"
 
 
-def provenance(ledgers:dict, runs_note:str="", user_command:str=USER_COMMAND)->dict:
-    "machine, date, commit and command of a campaign folder, read from the jobs' ledgers."
+def provenance(ledgers:dict, runs_note:str="", user_command:str=USER_COMMAND, dtype:str="bf16")->dict:
+    "machine, date, commit and command of a campaign folder, read from the jobs' ledgers (`dtype`: the model's, as run)."
     jobs = [j for js in ledgers.values() for j in js]
-    return dict(machine=f"{sorted({j.get('gpu') for j in jobs} - {None})} (nvidia-h200 device, bf16; arms side by side on one GPU)",
+    return dict(machine=f"{sorted({j.get('gpu') for j in jobs} - {None})} (nvidia-h200 device, {dtype}; arms side by side on one GPU)",
                 date=max(j["date"] for j in jobs), commit=sorted({str(j.get("commit")) for j in jobs}),
                 command="bash scripts/campaign_job.sh BUDGET_S ARM [ARM ...] (chained jobs, runs resumed from /tmp/runs or packed parts); "
                         "then python scripts/campaign.py report RUNS published" + runs_note,
@@ -476,10 +498,11 @@ def report(runs:Path, out:Path, n_boot:int=2000):
     import pandas as pd
     from proposal_nb.results import write_json, write_table
     plan_doc = json.loads((runs / "campaign.json").read_text()) if (runs / "campaign.json").exists() else {}
-    ledgers = {a.name: [json.loads(l) for l in (a / "ledger.jsonl").read_text().splitlines()]
-               for a in sorted(runs.iterdir()) if (a / "ledger.jsonl").exists()}
+    read = lambda f: [json.loads(l) for l in f.read_text().splitlines() if l.strip()]
+    ledgers = {a.name: read(a / "ledger.jsonl") for a in sorted(runs.iterdir()) if (a / "ledger.jsonl").exists()}
+    ledgers |= {f"weight_check_{f.parents[1].name}": read(f) for f in sorted(runs.glob("weight_check/*/iguana/ledger.jsonl"))}  # GPU sharers too
     minutes = gpu_minutes(ledgers)
-    what = {a: v[1] for a, v in [*ARMS.items(), *OFFLINE.items(), *STRICT_ARMS.items()]}
+    what = {a: v[1] for a, v in [*ARMS.items(), *OFFLINE.items(), *STRICT_ARMS.items(), *FP32_ARMS.items()]}
     for arm in [a for a in what if (runs / a / "log.parquet").exists()]:
         d = out / f"campaign_{arm}"
         write_table(d, "log", pd.read_parquet(runs / arm / "log.parquet"))
@@ -491,9 +514,11 @@ def report(runs:Path, out:Path, n_boot:int=2000):
                                      jobs=ledgers.get(arm, []),
                                      status="complete" if arm in OFFLINE or reached == steps else f"PARTIAL: step {reached} of {steps}",
                                      gpu_minutes=minutes[arm], **provenance({arm: ledgers.get(arm, [])},
-                                                                            user_command=STRICT_COMMAND if arm in STRICT_ARMS else USER_COMMAND)))
-    strict_side = {*STRICT_ARMS, "base_strict"}
-    main = {a: js for a, js in ledgers.items() if a not in strict_side}
+                                                                            user_command=STRICT_COMMAND if arm in STRICT_ARMS else FP32_COMMAND
+                                                                            if arm in FP32_ARMS else USER_COMMAND,
+                                                                            dtype="fp32" if arm in FP32_ARMS else "bf16")))
+    strict_side, fp32_side = {*STRICT_ARMS, "base_strict"}, {*FP32_ARMS, "base_fp32"}
+    main = {a: js for a, js in ledgers.items() if a not in strict_side | fp32_side}
     e = write_heldout(out / "campaign_eval", *heldout_tables(runs), n_boot,
                       dict(campaign=plan_doc, gpu_minutes={a: minutes[a] for a in main}, jobs=main), provenance(main))
     if (runs / "base_strict" / "heldout_draws.parquet").exists():
@@ -501,6 +526,11 @@ def report(runs:Path, out:Path, n_boot:int=2000):
         write_heldout(out / "campaign_strict_eval", *heldout_tables(runs, "base_strict", list(STRICT_ARMS)), n_boot,
                       dict(potentials=dict(valid=STRICT["potential"], correct="correctness"), strict=strict_design(),
                            gpu_minutes={a: minutes[a] for a in side}, jobs=side), provenance(side, user_command=STRICT_COMMAND))
+    if (runs / "base_fp32" / "heldout_draws.parquet").exists():   # the fp32 arms against base_fp32: their own folder, never mixed
+        side = {a: js for a, js in ledgers.items() if a in fp32_side}
+        write_heldout(out / "campaign_fp32_eval", *heldout_tables(runs, "base_fp32", list(FP32_ARMS)), n_boot,
+                      dict(dtype="float32", gpu_minutes={a: minutes[a] for a in side}, jobs=side),
+                      provenance(side, user_command=FP32_COMMAND, dtype="fp32"))
     return e
 
 
@@ -897,7 +927,7 @@ def plan_strict(out:Path, z_dir:Path|None=None)->dict:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("cmd", choices=["plan", "base", "train", "rollouts", "train-bc", "pack", "pack-runs", "unpack", "finished", "chain-check", "report", "_train_small", "calibration-plan",
+    ap.add_argument("cmd", choices=["plan", "base", "base-fp32", "train", "rollouts", "train-bc", "pack", "pack-runs", "unpack", "finished", "chain-check", "report", "_train_small", "calibration-plan",
                                      "plan-card", "rollouts-card", "base-card", "report-card", "card-waste", "plan-strict", "base-strict"])
     ap.add_argument("--no-eval", action="store_true", help="train: skip the held-out evaluation at checkpoints")
     ap.add_argument("--close", action="store_true", help="rollouts-card: no new chunk; card.parquet from the chunks made (device time ran out)")
@@ -930,9 +960,10 @@ def main(argv=None):
     if a.cmd == "train":
         arm, runs = a.args
         return train(arm, Path(runs) / arm, _model_path(a), a.deadline_s, config=arm_config(arm, over), overrides=over,
-                     base_file=None if a.no_eval else Path(runs) / reference(arm) / "heldout_draws.parquet", dtype=a.dtype or None,
+                     base_file=None if a.no_eval else Path(runs) / reference(arm) / "heldout_draws.parquet", dtype=a.dtype or arm_dtype(arm),
                      stop_at=a.stop_at)
     if a.cmd == "base": return base_eval(Path(a.args[0]), _model_path(a))
+    if a.cmd == "base-fp32": return base_eval(Path(a.args[0]), _model_path(a), "base_fp32")
     if a.cmd == "rollouts": return rollouts(Path(a.args[0]), _model_path(a))
     if a.cmd == "train-bc": return train_bc(a.args[0], Path(a.args[1]), _model_path(a), over, deadline_s=a.deadline_s)
     if a.cmd == "chain-check":

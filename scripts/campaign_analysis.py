@@ -67,12 +67,14 @@ def breakeven_arm(arm:str, # the arm
                   ev:Path, # campaign_eval
                   train:Path, # campaign_<arm>
                   shares:pd.DataFrame, # job_shares of every arm
-                  n_boot:int=2000, seed:int=0)->tuple:
-    "BreakEven of one arm: base Z, s from campaign_eval's base draws, its checkpoints' per-prompt pass@1, attributed log."
+                  n_boot:int=2000, seed:int=0,
+                  ref:str="base", # the evaluation's reference checkpoint (campaign_fp32_eval: base_fp32)
+                 )->tuple:
+    "BreakEven of one arm: base Z, s from the evaluation's reference draws, its checkpoints' per-prompt pass@1, attributed log."
     from proposal_nb.analysis.breakeven import breakeven, per_sample_costs, rates_from_table, training_bill, trained_from_table
     from proposal_nb.results import read_table
     pp = read_table(ev, "per_prompt")
-    rates = rates_from_table(read_table(ev, "draws"), ["base"])
+    rates = rates_from_table(read_table(ev, "draws"), [ref])
     trained = trained_from_table(pp[pp.arm == arm][["prompt_id", "checkpoint", "step", "pass1"]])
     if trained.empty: raise ValueError(f"{ev}: no checkpoints of arm {arm!r} in per_prompt")
     log = read_table(train, "log")
@@ -151,7 +153,8 @@ def provenance(sources:dict, # {folder name: its config.json}
               )->dict:
     "machine, date, commit, command and user_command of a folder built here from published tables."
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip() or None
-    return dict(what=what, machine="CPU (the project's 2-core machine), from tables the nvidia-h200 device wrote (one NVIDIA H200, bf16)",
+    dtype = "fp32" if any("fp32" in str((v or {}).get("machine", "")) for v in sources.values()) else "bf16"   # the sources' model dtype
+    return dict(what=what, machine=f"CPU (the project's 2-core machine), from tables the nvidia-h200 device wrote (one NVIDIA H200, {dtype})",
                 date=datetime.now(timezone.utc).isoformat(timespec="seconds"), commit=head,
                 command="python scripts/campaign_analysis.py PUBLISHED (CPU; reads the published campaign folders only)",
                 user_command=USER_COMMAND,
@@ -200,7 +203,7 @@ class View(NamedTuple):
     ref: str = "base"                # its reference checkpoint (the base model's own draws)
     potential: str = "no_error"      # the potential of validity (a column r_<potential> of the Z(x) run's base_rollouts)
 
-CAMPAIGN, STRICT = View(), View("campaign_strict_eval", "base_strict", "strict")
+CAMPAIGN, STRICT, FP32 = View(), View("campaign_strict_eval", "base_strict", "strict"), View("campaign_fp32_eval", "base_fp32")
 
 def zx_draws(zx:Path, potential:str="no_error")->pd.DataFrame:
     "The Z(x) run's base draws graded with `potential` (valid = r_<potential>; correct = correctness and valid)."
@@ -595,11 +598,13 @@ def main(argv=None):
     if not trained: raise SystemExit(f"{root}: no arm of {eval_arms} has a campaign_<arm>/log.parquet")
     arms = [x for x in trained if is_online(read_table(root / f"campaign_{x}", "log"))]          # the online loop: training draws
     offline = [x for x in trained if x not in arms]                                            # filtered BC: a fit on rollouts
-    configs = {x: read_json(root / f"campaign_{x}", "config") for x in trained}
-    sources = {f"campaign_{x}": c for x, c in configs.items()} | {"campaign_eval": read_json(ev, "config"), ZX: read_json(root / ZX, "config") or {}}
-    others = read_json(ev, "config").get("jobs") or {}                    # the other jobs on the GPU (rollouts, base, ...) share it too,
-    if read_json(root / "campaign_strict_eval", "config"):                # and so do the strict pair's, trained beside the BC fits
-        others = others | (read_json(root / "campaign_strict_eval", "config").get("jobs") or {})
+    fev = root / FP32.ev                                                  # the fp32 arms: their own evaluation against base_fp32
+    fp32 = [x for x in dict.fromkeys(read_table(fev, "per_prompt").arm) if x != FP32.ref and (root / f"campaign_{x}" / "log.parquet").exists()] \
+        if read_json(fev, "config") else []
+    configs = {x: read_json(root / f"campaign_{x}", "config") for x in [*trained, *fp32]}
+    sources = {f"campaign_{x}": configs[x] for x in trained} | {"campaign_eval": read_json(ev, "config"), ZX: read_json(root / ZX, "config") or {}}
+    others = {}                                # the other jobs on the GPU (rollouts, base, the strict pair's, the fp32 side's) share it too
+    for e in (ev, root / STRICT.ev, fev): others |= (read_json(e, "config") or {}).get("jobs") or {}
     shares = job_shares(configs, others)
     n_base = int(read_table(ev, "draws").query("checkpoint == 'base'").groupby("prompt_id").size().min())
     logs = []
@@ -620,6 +625,15 @@ def main(argv=None):
         src = {f"campaign_{x}": read_json(root / f"campaign_{x}", "config") for x in strict} | {STRICT.ev: read_json(sev, "config"), ZX: sources[ZX]}
         st = write_zbins(root / "campaign_strict_zbins", root, strict, src, a.n_boot, a.seed, view=STRICT)
         print(json.dumps(dict(strict_wacc_last=st["wacc_last"])))
+    if fp32:                                         # the fp32 arms: break-even and bins against base_fp32, never mixed with bf16
+        src = {f"campaign_{x}": configs[x] for x in fp32} | {FP32.ev: read_json(fev, "config"), ZX: sources[ZX]}
+        n32 = int(read_table(fev, "draws").query(f"checkpoint == '{FP32.ref}'").groupby("prompt_id").size().min())
+        for x in fp32:
+            be, extra = breakeven_arm(x, fev, root / f"campaign_{x}", shares, a.n_boot, a.seed, ref=FP32.ref)
+            b = write_breakeven(root / f"campaign_breakeven_{x}", x, be, extra | dict(n_base=n32), shares, src, a.n_boot, a.seed)
+            print(x, json.dumps(dict(k_eq=b["k_eq"], nstar=b["u_shape"]["checker_calls"]["nstar"])))
+        f32 = write_zbins(root / "campaign_fp32_zbins", root, fp32, src, a.n_boot, a.seed, view=FP32)
+        print(json.dumps(dict(fp32_wacc_last=f32["wacc_last"])))
     print(json.dumps(dict(skyline=s["skyline"], wacc_last=s["wacc_last"]), indent=1))
 
 

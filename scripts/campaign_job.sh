@@ -5,7 +5,7 @@
 # side (each fit resumable across jobs); the arm
 # `card` is the card-sampler arm (its base draws, chunked rollouts resumed job by job, then filtered BC); `calib` is the
 # calibration control v2 (published/h200_calibration_v2: needs altair and nbformat in /tmp/site); `chaincheck` trains a
-# short case unbroken and chained (campaign.py chain-check); `weightcheck` trains 25 iguana steps in bf16 and in fp32 (E_q[p/q] = 1); iguana_strict and iguana_kl_strict train through the generic
+# short case unbroken and chained (campaign.py chain-check); `weightcheck` trains 25 iguana steps in bf16 and in fp32 (E_q[p/q] = 1); ARM_fp32 (iguana_fp32, ...) trains in fp32 beside base_fp32; iguana_strict and iguana_kl_strict train through the generic
 # branch, with base-strict on the CPU beside them. Logs go to RUNS/_logs, packed with the runs.
 # Call 1 carries .devmodel/a and copies it to /tmp/m/ (see ../shared/tools/device-model.sh); this call carries
 # .devmodel/b and .campaign/src (a source snapshot: git archive <commit> proposal_nb + scripts/campaign.py + COMMIT).
@@ -31,6 +31,9 @@ nvidia-smi --query-gpu=name,memory.used --format=csv,noheader
 END=$(( T0 + BUDGET - 60 )); left() { echo $(( END - $(date +%s) )); }
 echo "arms ${ARMS[*]} on $NG GPU(s), stopping by $(( END - T0 )) s into the job"
 [ -f $R/base/heldout_draws.parquet ] || CUDA_VISIBLE_DEVICES=0 timeout $(left) $C base $R --model $MODEL > $L/base.log 2>&1 &
+# the fp32 arms (ARM_fp32: a bf16 arm's settings in fp32) compare against base_fp32, the base arm's held-out draws in fp32
+FP32=""; for a in "${ARMS[@]}"; do case $a in *_fp32) FP32=1;; esac; done
+[ -n "$FP32" ] && [ ! -f $R/base_fp32/heldout_draws.parquet ] && CUDA_VISIBLE_DEVICES=0 timeout $(left) $C base-fp32 $R --model $MODEL > $L/base_fp32.log 2>&1 &
 # the strict arms (iguana_strict, iguana_kl_strict: the generic branch below) compare against base_strict: base's own held-out
 # draws regraded with strict on this box's CPU (no GPU), once base's draws exist; their checkpoint evaluations wait for it
 STRICT=""; for a in "${ARMS[@]}"; do case $a in *_strict) STRICT=1;; esac; done

@@ -74,7 +74,7 @@ def dtype_table(draws:pd.DataFrame, # dtype_draws
 def heldout_table(root:Path)->pd.DataFrame:
     "Per held-out checkpoint of the campaign's evaluations (the references excluded: their log q is log p): ratio_stats."
     rows = []
-    for ev in ("campaign_eval", "campaign_strict_eval"):
+    for ev in ("campaign_eval", "campaign_strict_eval", "campaign_fp32_eval"):
         f = root / ev / "draws.parquet"
         if not f.exists(): continue
         d = pd.read_parquet(f, columns=["checkpoint", "arm", "logp", "logq"])

@@ -235,3 +235,19 @@ def test_report_keeps_the_strict_evaluation_apart(strict_runs, tmp_path):
         assert c["status"] == "complete" and c["potential"] == C.train_potential(arm)
         assert c["user_command"] == (C.STRICT_COMMAND if arm in C.STRICT_ARMS else C.USER_COMMAND)
         assert {"gpu_minutes", "machine", "commit"} <= set(c) and len(read_table(tmp_path / f"campaign_{arm}", "draws")) == 2 * 2 * 2
+
+
+def test_report_counts_the_weight_check_runs_as_gpu_sharers(strict_runs, tmp_path):
+    # campaign_job.sh's arm weightcheck trains beside the arms into RUNS/weight_check/<dtype>/iguana: its jobs share the GPU,
+    # so an arm's attributed minutes fall when one ran over the same seconds (here: a copy of iguana's last job)
+    import shutil
+    runs = shutil.copytree(strict_runs[0], tmp_path / "runs")
+    C.report(runs, tmp_path / "plain", n_boot=50)
+    job = json.loads((runs / "iguana" / "ledger.jsonl").read_text().splitlines()[-1])
+    (runs / "weight_check" / "float32" / "iguana").mkdir(parents=True)
+    (runs / "weight_check" / "float32" / "iguana" / "ledger.jsonl").write_text(json.dumps(job) + "\n")
+    C.report(runs, tmp_path / "shared", n_boot=50)
+    m = {k: json.loads((tmp_path / k / "campaign_eval" / "config.json").read_text())["gpu_minutes"] for k in ("plain", "shared")}
+    assert "weight_check_float32" in m["shared"] and "weight_check_float32" not in m["plain"]
+    assert m["shared"]["iguana"]["wall"] == m["plain"]["iguana"]["wall"]
+    assert m["shared"]["iguana"]["attributed"] < m["plain"]["iguana"]["attributed"]
