@@ -22,6 +22,7 @@ chained through GPU jobs of at most 10 minutes with exact resume.
     python scripts/campaign.py plan-strict OUT               # the strict pair's pre-registration (campaign_strict.json, finding 3)
     python scripts/campaign.py base-strict RUNS [--model PATH]   # the base arm's held-out draws regraded with strict (CPU, no GPU)
     python scripts/campaign.py train iguana_strict RUNS ...  # (and iguana_kl_strict) trained and evaluated with r = strict
+    python scripts/campaign.py plan-fp32 OUT CHECK           # the fp32 arms' pre-registration (campaign_fp32.json), from the weight check
     python scripts/campaign.py base-fp32 RUNS [--model PATH]  # the base arm's held-out draws in fp32 (the fp32 arms' reference)
     python scripts/campaign.py train iguana_fp32 RUNS ...    # (and iguana_kl, msc, rb_msc, msc_m2 _fp32) a bf16 arm's settings in fp32
 
@@ -925,10 +926,34 @@ def plan_strict(out:Path, z_dir:Path|None=None)->dict:
     return doc
 
 
+def plan_fp32(out:Path, check:Path)->dict:
+    """Write campaign_fp32.json: the fp32 arms' design, the weight check that calls for them (`check`: the published
+    campaign_weight_check, whose verdict must name bf16), and what they decide. Refuses a check that does not call for them."""
+    summary = json.loads((check / "summary.json").read_text())
+    verdict = summary.get("dtype_verdict") or ""
+    if not verdict.startswith("bf16"): raise SystemExit(f"{check}: the weight check does not call for fp32 re-runs (verdict: {verdict or 'none'})")
+    doc = dict(written=datetime.now(timezone.utc).isoformat(timespec="seconds"), commit=_commit(),
+               why=dict(verdict=verdict, check={dt: {k: v[k] for k in ("n", "mean_ratio", "se", "z")} for dt, v in summary["dtype_check"].items()},
+                        rule=("fixed in campaign_eval/NEXT.md before the check ran: if fp32 reads 1 within 2 SE and bf16 does not, the "
+                              "campaign's IS-weighted numbers need fp32 re-runs")),
+               arms={a: dict(copies=src, what=why, dtype="float32", reference="base_fp32", settings=ARMS[src][0],
+                             checkpoints=log_steps(arm_settings(a)["steps"])) for a, (src, why) in FP32_ARMS.items()},
+               reference="base_fp32: the base arm's held-out draws drawn in fp32 with the same keys (campaign.py base-fp32)",
+               decides=("the numbers weighed by p/q, re-measured with exact weights: wacc, ESS/M, PSIS k-hat, log-Z bounds and KL "
+                        "(campaign_fp32_eval/report_card.csv), the normaliser's EB intervals (campaign_eb_intervals), the weight check "
+                        "itself on every fp32 arm's draws (campaign_weight_check), and findings 4 and 5 read on iguana_fp32; "
+                        "validity, pass@k and the distinct share beside the bf16 arms' say whether exact weights also train differently"),
+               order="iguana_fp32 and iguana_kl_fp32 first (findings 4, 5), then msc_fp32 and rb_msc_fp32, then msc_m2_fp32",
+               split=SPLIT, eval=EVAL, shared=SHARED)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "campaign_fp32.json").write_text(json.dumps(doc, indent=1)); print(json.dumps(doc, indent=1))
+    return doc
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("cmd", choices=["plan", "base", "base-fp32", "train", "rollouts", "train-bc", "pack", "pack-runs", "unpack", "finished", "chain-check", "report", "_train_small", "calibration-plan",
-                                     "plan-card", "rollouts-card", "base-card", "report-card", "card-waste", "plan-strict", "base-strict"])
+                                     "plan-card", "rollouts-card", "base-card", "report-card", "card-waste", "plan-strict", "base-strict", "plan-fp32"])
     ap.add_argument("--no-eval", action="store_true", help="train: skip the held-out evaluation at checkpoints")
     ap.add_argument("--close", action="store_true", help="rollouts-card: no new chunk; card.parquet from the chunks made (device time ran out)")
     ap.add_argument("args", nargs="*")
@@ -945,6 +970,7 @@ def main(argv=None):
     if a.cmd == "calibration-plan": return calibration_plan(Path(a.args[0]))
     if a.cmd == "plan-card": return plan_card(Path(a.args[0]))
     if a.cmd == "plan-strict": return plan_strict(Path(a.args[0]))
+    if a.cmd == "plan-fp32": return plan_fp32(Path(a.args[0]), Path(a.args[1]))
     if a.cmd == "base-strict": return base_strict(Path(a.args[0]), _model_path(a))
     if a.cmd == "card-waste": return card_waste(_model_path(a))
     if a.cmd == "rollouts-card": return rollouts_card(Path(a.args[0]), _model_path(a), a.deadline_s, close=a.close)

@@ -80,3 +80,16 @@ def test_analysis_reads_the_fp32_side_against_base_fp32(fp32_runs, tmp_path, mon
     z = read_json(tmp_path / "campaign_fp32_zbins", "config")
     assert z["arms"] == ["iguana_fp32"] and z["view"] == dict(ev="campaign_fp32_eval", ref="base_fp32", potential="no_error")
     assert read_json(tmp_path / "campaign_zbins", "config")["arms"] == ["iguana"]
+
+
+def test_plan_fp32_needs_a_check_that_calls_for_it(tmp_path):
+    from proposal_nb.results import write_json
+    check = {dt: dict(n=1920, mean_ratio=m, se=se, z=(m - 1) / se, sd_log=0.5) for dt, m, se in (("bfloat16", 1.24, 0.035), ("float32", 1.015, 0.015))}
+    write_json(tmp_path / "wc", "summary", dict(dtype_check=check, dtype_verdict="bf16 inflates p/q and fp32 reads 1: re-run"))
+    doc = C.plan_fp32(tmp_path / "plan", tmp_path / "wc")
+    assert set(doc["arms"]) == set(C.FP32_ARMS) and doc["arms"]["iguana_fp32"]["checkpoints"] == [4, 16, 63, 250]
+    assert doc["arms"]["msc_m2_fp32"]["checkpoints"] == [6, 35, 210, 1250] and doc["why"]["check"]["float32"]["mean_ratio"] == 1.015
+    assert json.loads((tmp_path / "plan" / "campaign_fp32.json").read_text()) == json.loads(json.dumps(doc))   # tuples read back as lists
+    for verdict in ("both read 1 within 2 SE: ...", None):
+        write_json(tmp_path / "wc", "summary", dict(dtype_check=check, dtype_verdict=verdict))
+        with pytest.raises(SystemExit, match="does not call for fp32"): C.plan_fp32(tmp_path / "plan", tmp_path / "wc")
