@@ -30,9 +30,10 @@ MODEL=/tmp/cache/smollm2-135m-instruct-fp32; NG=$(nvidia-smi -L | wc -l)
 nvidia-smi --query-gpu=name,memory.used --format=csv,noheader
 END=$(( T0 + BUDGET - 60 )); left() { echo $(( END - $(date +%s) )); }
 echo "arms ${ARMS[*]} on $NG GPU(s), stopping by $(( END - T0 )) s into the job"
-[ -f $R/base/heldout_draws.parquet ] || CUDA_VISIBLE_DEVICES=0 timeout $(left) $C base $R --model $MODEL > $L/base.log 2>&1 &
-# the fp32 arms (ARM_fp32: a bf16 arm's settings in fp32) compare against base_fp32, the base arm's held-out draws in fp32
-FP32=""; for a in "${ARMS[@]}"; do case $a in *_fp32) FP32=1;; esac; done
+# the fp32 arms (ARM_fp32: a bf16 arm's settings in fp32) compare against base_fp32, the base arm's held-out draws in fp32;
+# every other arm needs base's (bf16) draws
+FP32=""; BF16=""; for a in "${ARMS[@]}"; do case $a in *_fp32) FP32=1;; *) BF16=1;; esac; done
+[ -n "$BF16" ] && [ ! -f $R/base/heldout_draws.parquet ] && CUDA_VISIBLE_DEVICES=0 timeout $(left) $C base $R --model $MODEL > $L/base.log 2>&1 &
 [ -n "$FP32" ] && [ ! -f $R/base_fp32/heldout_draws.parquet ] && CUDA_VISIBLE_DEVICES=0 timeout $(left) $C base-fp32 $R --model $MODEL > $L/base_fp32.log 2>&1 &
 # the strict arms (iguana_strict, iguana_kl_strict: the generic branch below) compare against base_strict: base's own held-out
 # draws regraded with strict on this box's CPU (no GPU), once base's draws exist; their checkpoint evaluations wait for it
