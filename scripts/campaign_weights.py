@@ -25,12 +25,13 @@ USER_COMMAND = ".venv/bin/python scripts/campaign_weights.py published"
 
 def ratio_stats(draws:pd.DataFrame, # logp, logq
                )->dict: # n, mean p/q, its standard error, mean and sd of log(p/q)
-    "The mean of p/q (1 in expectation for draws from q) with its standard error, and the spread of log(p/q)."
+    "The mean of p/q (1 in expectation for draws from q) with its standard error, and the spread of log(p/q): `weight_identity`."
+    from proposal_nb.estimators.weights import weight_identity
     lr = (draws.logp - draws.logq).to_numpy(float)
-    lr = lr[np.isfinite(lr)]
+    lr = lr[np.isfinite(lr)]                       # the campaign's online draws have none; a NaN is left out, not raised
     if len(lr) < 2: return dict(n=len(lr), mean_ratio=math.nan, se=math.nan, mean_log=math.nan, sd_log=math.nan)
-    w = np.exp(lr)
-    return dict(n=len(w), mean_ratio=float(w.mean()), se=float(w.std(ddof=1) / math.sqrt(len(w))), mean_log=float(lr.mean()), sd_log=float(lr.std(ddof=1)))
+    w = weight_identity(lr)
+    return dict(n=w.n, mean_ratio=w.mean, se=w.se, mean_log=w.mean_log, sd_log=w.sd_log)
 
 def train_draws(root:Path)->list:
     "The training-draw tables of the online arms: campaign_<arm>/draws.parquet where config.json's kind is train."

@@ -13,7 +13,8 @@ from ..theory.identities import kish_ess
 
 # %% auto #0
 __all__ = ['ess', 'log_weights', 'log_normalize', 'snis_weights', 'log_mean_weight', 'snis_mean', 'ess_np', 'log_mean_weight_np',
-           'log_normalize_np', 'snis_mean_np', 'clip_log_weights', 'relative_log_cap', 'PSIS', 'psis']
+           'log_normalize_np', 'snis_mean_np', 'WeightIdentity', 'weight_identity', 'clip_log_weights',
+           'relative_log_cap', 'PSIS', 'psis']
 
 # %% ../../nbs/10_weights.ipynb #c005
 def _check(name:str, x:Tensor)->Tensor:
@@ -104,6 +105,31 @@ def snis_mean_np(logw:np.ndarray, # [..., M] log weights
     w, _ = _shifted_np(_check_np("logw", logw))
     s = w.sum(-1)
     return np.where(s > 0, (w * np.asarray(values, dtype=np.float64)).sum(-1) / np.where(s > 0, s, 1.0), 0.0)
+
+# %% ../../nbs/10_weights.ipynb #c011f
+class WeightIdentity(NamedTuple):
+    "The mean of p/q over draws from q (E = p(supp q) ≤ 1 exactly), its standard error, and the spread of the finite log ratios."
+    n: int            # draws
+    mean: float       # mean of p/q (NaN without draws)
+    se: float         # its standard error (NaN below 2 draws)
+    mean_log: float   # mean of the finite log p − log q
+    sd_log: float     # their standard deviation
+    def z(self)->float:
+        "Standard errors the mean lies above 1 (NaN without an SE; ±inf for a nonzero gap with SE 0)."
+        if not self.se >= 0: return math.nan
+        return (self.mean - 1) / self.se if self.se > 0 else (0.0 if self.mean == 1 else math.copysign(math.inf, self.mean - 1))
+    def fails(self, z_max:float=4.0)->bool:
+        "One-sided: the mean of p/q lies more than `z_max` standard errors above 1 (impossible for exact densities)."
+        return self.z() > z_max
+
+def weight_identity(log_ratio:np.ndarray, # log p(y) − log q(y) per draw y ~ q (−inf: p(y) = 0, a weight of 0)
+                   )->WeightIdentity:
+    "The E_q[p/q] ≤ 1 check on draws from q: the mean of p/q, its SE, and the spread of the log ratios."
+    lr = _check_np("log_ratio", log_ratio).reshape(-1)
+    n, fin = len(lr), lr[np.isfinite(lr)]
+    w = np.exp(lr)
+    return WeightIdentity(n, float(w.mean()) if n else math.nan, float(w.std(ddof=1) / math.sqrt(n)) if n > 1 else math.nan,
+                          float(fin.mean()) if len(fin) else math.nan, float(fin.std(ddof=1)) if len(fin) > 1 else math.nan)
 
 # %% ../../nbs/10_weights.ipynb #c013
 def clip_log_weights(logw:Tensor, # [..., M] log weights

@@ -2,7 +2,7 @@
 
 # %% ../../nbs/27_training.ipynb #c001
 from __future__ import annotations
-import json, math, shutil, time
+import json, math, shutil, time, warnings
 from contextlib import nullcontext
 from dataclasses import dataclass, asdict, field, fields
 from pathlib import Path
@@ -12,6 +12,7 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 from ..estimators import registry as E
+from ..estimators.weights import weight_identity
 from ..estimators.iguana import IguanaConfig
 from ..estimators.normalizer import NormalizerConfig
 from ..programs.tasks import Task
@@ -379,6 +380,7 @@ def _train_step(self:OnlineRun)->dict:
     every = self.gather(mine)
     self.step += 1
     row = self._log_row(every, all_ids, info, float(loss.detach()), gnorm)
+    row["mean_p_over_q"] = float((visit.logp - visit.logq.detach()).double().exp().mean())   # the fresh draws' E_q[p/q] (≤ 1 exactly)
     self._draw_rows(every, all_ids, visit, info)
     self.log.append(row)
     return row
@@ -446,9 +448,23 @@ def _train(self:OnlineRun, progress:bool=True, stop_after:int|None=None)->pd.Dat
         if self.step % L.checkpoint_every == 0 or self.step == L.steps: self.save()
         bar.update(1); bar.set_postfix(loss=f"{row['loss']:.3f}", valid=f"{row['validity']:.2f}")
     bar.close()
+    if self.is_main: self.warn_weights()
     return pd.DataFrame(self.log)
 
+def _warn_weights(self:OnlineRun, z_max:float=4.0, min_draws:int=200):
+    "Warn when the run's draws fail E_q[p/q] ≤ 1 (`weight_identity`): weighed numbers would be biased upward (e.g. bf16 scoring)."
+    if len(self.draws) < min_draws: return None
+    d = pd.DataFrame(self.draws, columns=["logp", "logq"])
+    wi = weight_identity((d.logp - d.logq).to_numpy())
+    if wi.fails(z_max):
+        dtype = str(next(self.model.parameters()).dtype).removeprefix("torch.")
+        warnings.warn(f"importance weights fail E_q[p/q] <= 1: mean p/q {wi.mean:.3f} ± {wi.se:.3f} over {wi.n:,} draws ({wi.z():.1f} SE above 1), "
+                      f"model in {dtype}; every number weighed by p/q is biased upward (float32 sampling and scoring removes bf16's noise)",
+                      stacklevel=2)
+    return wi
+
 OnlineRun._log_row, OnlineRun._draw_rows, OnlineRun.write_tables, OnlineRun.train = _log_row, _draw_rows, _write_tables, _train
+OnlineRun.warn_weights = _warn_weights
 
 # %% ../../nbs/27_training.ipynb #c025b
 @torch.no_grad()
