@@ -323,6 +323,23 @@ def test_calibration_need_beyond_the_task_pool(tmp_path):
     assert F.calibration_pool(dict(bundle_size=5)) == 24                  # v1: all 124 embedded tasks, bundles of five
 
 
+def test_rows_that_weigh_by_p_over_q_read_the_fp32_arms_first(tmp_path):
+    # row 5 weighs draws by p/q: with campaign_fp32_eval (base_fp32, iguana_fp32) present it reads there and names it, without
+    # the failed check's note (that check is of the bf16 weights); row 1 counts draws and keeps reading campaign_eval
+    from proposal_nb.results import write_json
+    write_eval(tmp_path / "campaign_eval", draws_for({"base": ("base", 0.4, 0.5, True), "iguana-step-250": ("iguana", 0.6, 0.5, True)}, 10, seed=3))
+    write_json(tmp_path / "campaign_weight_check", "config", dict(kind="weight_check"))
+    write_json(tmp_path / "campaign_weight_check", "summary", dict(training_windows=4, training_windows_above_1=3))
+    assert row(tmp_path, 5)["project"].startswith("iguana-step-250: wacc") and "weights fail" in row(tmp_path, 5)["decides"]
+    write_eval(tmp_path / "campaign_fp32_eval", draws_for({"base_fp32": ("base_fp32", 0.4, 0.5, True),
+                                                          "iguana_fp32-step-250": ("iguana_fp32", 0.7, 0.5, True)}, 10, seed=4))
+    r = row(tmp_path, 5)
+    assert r["project"].startswith("iguana_fp32-step-250: wacc") and "Δ wacc vs base_fp32" in r["project"], r
+    assert r["decides"].endswith("read on the fp32 arms (campaign_fp32_plan)") and "weights fail" not in r["decides"] and r["source"] == "campaign_fp32_eval"
+    assert row(tmp_path, 1)["project"].startswith("iguana-step-250 − base"), row(tmp_path, 1)
+    assert F.findings_table(tmp_path, exact=None, which=[5], n_boot=N_BOOT).iloc[0].project.startswith("iguana-step-250")   # exact=None: never
+
+
 def test_rows_that_weigh_by_p_over_q_name_a_failed_weight_check(tmp_path):
     # row 5 weighs draws by p/q, row 1 counts them: only row 5 carries the note, and only while the check has failed
     spec = {"base": ("base", 0.4, 0.5, True), "iguana-step-250": ("iguana", 0.6, 0.5, True)}

@@ -14,11 +14,11 @@ from .evaluation import bootstrap_counts, bootstrap_means, percentile_ci, prompt
 from .finding_rules import *
 
 # %% auto #0
-__all__ = ['PUBLISHED', 'JOB', 'FINDINGS', 'COLUMNS', 'Sources', 'run_folder', 'EvalTables', 'eval_tables', 'last_checkpoint',
-           'paired_interval', 'ratio_change', 'Row', 'Missing', 'find_validity', 'find_coverage', 'zx_rates',
-           'training_change', 'mean_interval', 'find_anchor', 'normalizer_config', 'replay_zhat', 'find_guards',
-           'find_skyline', 'find_batching', 'batching_outcome', 'find_prior', 'find_breakeven', 'find_calibration',
-           'calibration_pool', 'Finding', 'weight_caveat', 'findings_table']
+__all__ = ['PUBLISHED', 'JOB', 'FP32', 'FINDINGS', 'COLUMNS', 'Sources', 'run_folder', 'EvalTables', 'eval_tables',
+           'last_checkpoint', 'paired_interval', 'ratio_change', 'Row', 'Missing', 'find_validity', 'find_coverage',
+           'zx_rates', 'training_change', 'mean_interval', 'find_anchor', 'normalizer_config', 'replay_zhat',
+           'find_guards', 'find_skyline', 'find_batching', 'batching_outcome', 'find_prior', 'find_breakeven',
+           'find_calibration', 'calibration_pool', 'Finding', 'weight_caveat', 'findings_table']
 
 # %% ../../nbs/36_findings.ipynb #c018
 class Sources(NamedTuple):
@@ -33,9 +33,12 @@ class Sources(NamedTuple):
     base: str = "base"                                                       # the base model's checkpoint
     card_base: str = "base_card"                                             # (7) the card sampler's own draws
     weights: tuple = ("campaign_weight_check",)                              # the check E_q[p/q] = 1 (rows that weigh by p/q)
+    suffix: str = ""                                                         # the arms' names in these tables: PRIMARY_ARM + suffix
 
 PUBLISHED = Sources()                                                        # the published findings table
 JOB = Sources(eval=("eval",), train=("{arm}",), zx=("z",), breakeven=("breakeven_{arm}",), calibration=(), card_eval=(), weights=())  # the CPU main job
+FP32 = Sources(eval=("campaign_fp32_eval",), train=("campaign_{arm}_fp32",), breakeven=("campaign_breakeven_{arm}_fp32",), calibration=(),
+               card_eval=(), weights=(), base="base_fp32", suffix="_fp32")   # the fp32 arms (campaign_fp32_plan): exact weights, for rows that weigh by p/q
 
 def run_folder(root:Path|str, # the folder of run folders
                names:Sequence[str], # candidate folder names, `{arm}` allowed
@@ -216,7 +219,7 @@ def replay_zhat(draws:pd.DataFrame, # training draws: step, prompt_id, draw and 
 
 def find_guards(root, src:Sources, **kw)->Row|Missing:
     "(4) The largest Ẑ of the IGUANA arms with their guards, and of their weights replayed without them."
-    runs = {a: f for a in ("iguana", "iguana_kl") if (f := run_folder(root, src.train, a)) is not None}
+    runs = {a + src.suffix: f for a in ("iguana", "iguana_kl") if (f := run_folder(root, src.train, a)) is not None}
     if not runs: return Missing(f"{_needs(src.train, 'iguana')} (an IGUANA training run with its draws)")
     guarded, unguarded, parts, gap = [], [], [], 0.0
     for a, f in runs.items():
@@ -242,9 +245,9 @@ def find_skyline(root, src:Sources, n_boot:int=2000, seed:int=0)->Row|Missing:
     "(5) The primary arm's wacc against the skyline of the base's held-out draws, and its paired wacc gain over base."
     ev = eval_tables(root, src)
     if ev is None: return Missing(f"{_needs(src.eval)} (held-out evaluation with the base's draws)")
-    last = last_checkpoint(ev.summary, PRIMARY_ARM)
+    last = last_checkpoint(ev.summary, PRIMARY_ARM + src.suffix)
     draws = read_table(run_folder(root, src.eval), "draws")
-    if last is None or draws is None: return Missing(f"{ev.name} with checkpoints of {PRIMARY_ARM} and the draws table")
+    if last is None or draws is None: return Missing(f"{ev.name} with checkpoints of {PRIMARY_ARM + src.suffix} and the draws table")
     base = draws[draws.checkpoint == src.base].drop(columns=["split"], errors="ignore")
     sky = skyline(prompt_rates(base, checkpoints=[src.base]), n_boot, seed=seed)
     s = ev.summary[(ev.summary.checkpoint == last) & (ev.summary.metric == "wacc")].iloc[0]
@@ -408,6 +411,7 @@ def _decides(c:Call, unit:str)->str:
 
 def findings_table(root:Path|str|None=None, # folder of run folders (default: results.published_root())
                    sources:Sources=PUBLISHED, # the run folders each finding reads
+                   exact:Sources|None=FP32, # where rows that weigh by p/q read first (arms whose weights are exact); None: never
                    which:Sequence[int]|None=None, # finding numbers 1..9 (default: all)
                    n_boot:int=2000, # bootstrap resamples of the CIs computed here
                    seed:int=0, # their seed
@@ -420,9 +424,11 @@ def findings_table(root:Path|str|None=None, # folder of run folders (default: re
     rows, caveat = [], weight_caveat(root, sources)
     for i in which:
         f = FINDINGS[i - 1]
-        r = f.reader(root, sources, n_boot=n_boot, seed=seed)
+        x = f.reader(root, exact, n_boot=n_boot, seed=seed) if f.weighted and exact is not None else None
+        r = x if isinstance(x, Row) else f.reader(root, sources, n_boot=n_boot, seed=seed)
         if isinstance(r, Missing): rows.append([i, f.title, "", f.published, NOT_RUN, f"needs {r.needs}", ""]); continue
         d = _decides(r.call, r.unit)
-        if f.weighted and caveat: d = "; ".join(x for x in (d, caveat) if x)
+        if r is x: d = "; ".join(y for y in (d, "read on the fp32 arms (campaign_fp32_plan)") if y)
+        elif f.weighted and caveat: d = "; ".join(y for y in (d, caveat) if y)
         rows.append([i, f.title, r.project, f.published, r.call.verdict, d, r.source])
     return pd.DataFrame(rows, columns=COLUMNS)
