@@ -167,6 +167,19 @@ def chart(lengths:pd.DataFrame):
             + base.mark_line(point=True).encode(y="mean_ratio:Q", tooltip=["arm", "length", "n", "mean_ratio", "se", "sd_log"]) + one
            ).properties(width=460, height=280, title="The identity E_q[p/q] = 1 on the campaign's training draws (step ≥ 2), by length")
 
+def dtype_chart(windows:pd.DataFrame):
+    "Mean p/q (±2 SE) per window of training steps, bf16 against fp32 on the same iguana run; the identity's value 1 as a rule."
+    import altair as alt
+    d = windows[windows.window != "2-25"].assign(lo=lambda x: x.mean_ratio - 2 * x.se, hi=lambda x: x.mean_ratio + 2 * x.se,
+                                                 steps=lambda x: "steps " + x.window)
+    base = alt.Chart(d).encode(x=alt.X("steps:N", title="training steps of the 25-step iguana run", sort=None, axis=alt.Axis(labelAngle=0)),
+                               color=alt.Color("dtype:N", title="model dtype"),
+                               xOffset="dtype:N")
+    one = alt.Chart(pd.DataFrame(dict(y=[1.0]))).mark_rule(color="black", strokeDash=[4, 4]).encode(y="y:Q")
+    return (base.mark_errorbar().encode(y=alt.Y("lo:Q", title="mean of p/q (±2 SE); at most 1 for exact weights", scale=alt.Scale(zero=False)), y2="hi:Q")
+            + base.mark_point(filled=True, size=60).encode(y="mean_ratio:Q", tooltip=["dtype", "window", "n", "mean_ratio", "se", "sd_log"]) + one
+           ).properties(width=380, height=260, title="The same iguana steps in bf16 and in fp32: E_q[p/q] = 1 holds only in fp32")
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("published", type=Path)
@@ -216,7 +229,9 @@ def main(argv=None):
         dd = pd.read_parquet(out / "dtype_draws.parquet")
         dchk = {r.dtype: {k: (round(v, 4) if isinstance(v, float) else v) for k, v in r._asdict().items() if k not in ("Index", "dtype")}
                 for r in dtype_table(dd).itertuples()}
-        pd.concat([dtype_table(dd, lo, hi).assign(window=f"{lo}-{hi}") for lo, hi in ((2, 8), (9, 16), (17, 25), (2, 25))]).to_csv(out / "dtype_check.csv", index=False)
+        win = pd.concat([dtype_table(dd, lo, hi).assign(window=f"{lo}-{hi}") for lo, hi in ((2, 8), (9, 16), (17, 25), (2, 25))])
+        win.to_csv(out / "dtype_check.csv", index=False)
+        save_chart(dtype_chart(win), out, "dtype_check")
         dd.assign(q=pd.qcut(dd.length, 4)).query("step >= 2").groupby(["dtype", "q"], observed=True).apply(
             lambda g: pd.Series(ratio_stats(g)), include_groups=False).reset_index().assign(q=lambda d: d.q.astype(str)).to_csv(out / "dtype_by_length.csv", index=False)
     ident = None
@@ -255,7 +270,7 @@ def main(argv=None):
         "## The decisive check on the H200: the same 25 iguana steps in bf16 and in fp32\n"
         "Two runs of the `iguana` arm side by side on one H200, differing only in the model's dtype (`campaign.py train --dtype`), "
         "25 steps of 8 prompts x 10 draws, no held-out evaluation (`campaign_job.sh` arm `weightcheck`; draws in `dtype_draws.parquet`, "
-        "windows in `dtype_check.csv`). The rule was fixed before they ran (NEXT.md): if fp32 reads 1 within 2 SE and bf16 does not, "
+        "windows in `dtype_check.csv`, chart `dtype_check.svg`). The rule was fixed before they ran (NEXT.md): if fp32 reads 1 within 2 SE and bf16 does not, "
         "the campaign's IS-weighted numbers need fp32 re-runs.\n\n"
         "| dtype | draws (steps 2-25) | mean p/q | SE from 1 | sd log | sampler − scorer log q (nats a token) | s a step (shared GPU) |\n|---|---|---|---|---|---|---|\n"
         + "\n".join(f"| {dt} | {v['n']:,} | {v['mean_ratio']:.3f} ± {v['se']:.3f} | {v['z']:+.1f} | {v['sd_log']:.3f} | {v['gap_per_token']:.4f} | "

@@ -105,3 +105,13 @@ def test_identity_holds_in_fp32_on_a_tiny_model():
     assert s["n"] == 240 and s["sd_log"] > 0.1                                       # q differs from p ...
     assert abs(s["mean_ratio"] - 1) < 4 * s["se"], s                                  # ... and the identity holds
     assert np.allclose(d.logq_sampler, d.logq, atol=1e-4)                             # the sampler's density is the scorer's
+
+
+def test_dtype_chart_shows_each_window_and_the_rule_at_one():
+    w = pd.DataFrame([dict(dtype=dt, window=win, n=10, mean_ratio=m, se=0.01, sd_log=0.5) for dt, m in (("bfloat16", 1.2), ("float32", 1.0))
+                      for win in ("2-8", "9-16", "17-25", "2-25")])
+    spec = cw.dtype_chart(w).to_dict()
+    rows = [r for d in spec["datasets"].values() for r in d if "dtype" in r]
+    assert sorted({r["steps"] for r in rows}) == ["steps 17-25", "steps 2-8", "steps 9-16"] and len(rows) == 6   # the whole run is left out
+    assert {r["lo"] for r in rows if r["dtype"] == "float32"} == {pytest.approx(0.98)}
+    assert any(r.get("y") == 1.0 for d in spec["datasets"].values() for r in d)                                    # the identity's rule
