@@ -24,6 +24,8 @@ chained through GPU jobs of at most 10 minutes with exact resume.
     python scripts/campaign.py train iguana_strict RUNS ...  # (and iguana_kl_strict) trained and evaluated with r = strict
     python scripts/campaign.py plan-fp32 OUT CHECK           # the fp32 arms' pre-registration (campaign_fp32.json), from the weight check
     python scripts/campaign.py base-fp32 RUNS [--model PATH]  # the base arm's held-out draws in fp32 (the fp32 arms' reference)
+    python scripts/campaign.py base-card-fp32 RUNS           # the card sampler's own held-out draws in fp32 (row 7's exact-weight reference)
+    python scripts/campaign.py eval-card-fp32 RUNS           # bc_card's fitted adapter evaluated in fp32 (needs base_card_fp32, base_fp32)
     python scripts/campaign.py train iguana_fp32 RUNS ...    # (and iguana_kl, msc, rb_msc, msc_m2 _fp32) a bf16 arm's settings in fp32
 
 At each log-spaced checkpoint, `train` also draws the held-out split (R x M = 4 x 10 per prompt, the same keys as
@@ -77,6 +79,7 @@ STRICT_ARMS = {  # arm: (the arm whose settings it copies, why); trained with r 
 STRICT_COMMAND = ("bash scripts/campaign_job.sh 560 iguana_strict iguana_kl_strict "     # chained jobs; base-strict runs on the box CPU
                   "&& .venv/bin/python scripts/campaign.py report RUNS published")
 CARD_COMMAND = "bash scripts/campaign_job.sh 575 card && .venv/bin/python scripts/campaign.py report-card RUNS published"
+CARD_FP32_COMMAND = "bash scripts/campaign_job.sh 575 card_fp32 && .venv/bin/python scripts/campaign.py report-card RUNS published"
 # The fp32 arms, fixed 2026-12-01 after the weight check and before any of them ran: over the same 25 iguana steps the mean
 # of p/q reads 1.242 +- 0.035 in bf16 and 1.015 +- 0.015 in fp32 (published/campaign_weight_check), so by the rule fixed
 # before that check every number weighed by p/q needs an fp32 re-run. Each arm copies its bf16 arm's settings exactly and
@@ -102,8 +105,8 @@ def arm_settings(arm:str)->dict:
 
 
 def arm_dtype(arm:str)->str|None:
-    "The model dtype an arm runs in: float32 for the fp32 arms, else None (the default: bf16 on CUDA, fp32 on CPU)."
-    return "float32" if arm in FP32_ARMS or arm == "base_fp32" else None
+    "The model dtype an arm runs in: float32 for the fp32 arms and references (ARM_fp32), else None (the default: bf16 on CUDA, fp32 on CPU)."
+    return "float32" if arm.endswith("_fp32") else None
 
 
 def train_potential(arm:str)->str:
@@ -667,10 +670,10 @@ def _card_tasks(split:str, limit:int|None=None):
     return ts[:limit] if limit else ts
 
 
-def _card_model(model_path:str, seed:int):
+def _card_model(model_path:str, seed:int, dtype:str|None=None):
     import torch
     from proposal_nb.lm.models import add_lora, load_model
-    lm, tok = load_model(model_path); torch.manual_seed(seed)
+    lm, tok = load_model(model_path, dtype=dtype); torch.manual_seed(seed)
     return add_lora(lm, r=8, alpha=16), tok
 
 
@@ -734,7 +737,7 @@ def base_prior_eval(runs:Path, model_path:str, name:str="base_card", prior=None,
     kw = dict(R=EVAL["R"], M=EVAL["M"], seed=EVAL["seed"], max_new_tokens=SHARED["max_new_tokens"], limit=None,
               batch_size=EVAL["batch_size"] if prior.is_plain else CARD_BATCH) | (eval_kw or {})
     t0, out = time.time(), runs / name; out.mkdir(parents=True, exist_ok=True)
-    peft, tok = _card_model(model_path, 0)
+    peft, tok = _card_model(model_path, 0, arm_dtype(name))
     with Executor() as ex:
         d = evaluation_draws(peft, tok, _card_tasks("heldout", kw["limit"]), name, None, kw["R"], kw["M"], valid or make_potential("no_error", ex),
                              make_potential("correctness", ex), seed=kw["seed"], max_new_tokens=kw["max_new_tokens"], batch_size=kw["batch_size"],
@@ -745,17 +748,18 @@ def base_prior_eval(runs:Path, model_path:str, name:str="base_card", prior=None,
     return out / "heldout_draws.parquet"
 
 
-def card_checkpoint_eval(model, tok, name:str, out:Path, runs:Path, ex, eval_kw:dict|None=None, valid=None)->dict:
-    "Held-out draws of the adapter now in `model`, weighed with the card prior (heldout/NAME_*) and, the same draws, with T = 1 (heldout/t1-NAME_*)."
+def card_checkpoint_eval(model, tok, name:str, out:Path, runs:Path, ex, eval_kw:dict|None=None, valid=None, suffix:str="")->dict:
+    """Held-out draws of the adapter now in `model`, weighed with the card prior (heldout/NAME_*) and, the same draws, with T = 1
+    (heldout/t1-NAME_*); re-scored references base_card and base (`suffix` _fp32: base_card_fp32 and base_fp32)."""
     import pandas as pd
     from proposal_nb.lm.densities import DecodingConfig
     from proposal_nb.lm.rollouts import adapter_state, evaluation_draws, prior_logps, prior_table
     from proposal_nb.programs.potentials import make_potential
     kw = dict(R=EVAL["R"], M=EVAL["M"], seed=EVAL["seed"], max_new_tokens=SHARED["max_new_tokens"], batch_size=EVAL["batch_size"],
               limit=None) | (eval_kw or {})
-    refs = {k: runs / k / "heldout_draws.parquet" for k in ("base_card", "base")}
+    refs = {k: runs / f"{k}{suffix}" / "heldout_draws.parquet" for k in ("base_card", "base")}
     for k, f in refs.items():
-        if not f.exists(): raise SystemExit(f"{f} is missing: run `{'base-card' if k == 'base_card' else 'base'}` first")
+        if not f.exists(): raise SystemExit(f"{f} is missing: run `{'base-card' if k == 'base_card' else 'base'}{suffix.replace('_', '-')}` first")
     t0, state = time.time(), {k: v.clone() for k, v in adapter_state(model).items()}
     d = evaluation_draws(model, tok, _card_tasks("heldout", kw["limit"]), name, state, kw["R"], kw["M"], valid or make_potential("no_error", ex),
                          make_potential("correctness", ex), seed=kw["seed"], max_new_tokens=kw["max_new_tokens"], batch_size=kw["batch_size"],
@@ -790,24 +794,41 @@ def train_bc_card(arm:str, runs:Path, model_path:str, overrides:dict|None=None, 
                                    eval_s=ev["eval_s"], zero_weight=ev["zero_weight"], overrides=overrides or {}))
 
 
-def report_card_arms(runs:Path, out:Path, n_boot:int=2000)->Path:
-    "campaign_card_eval: base_card, the card arms under the card prior, base and the control under T = 1; the pre-registered pairs."
+def eval_card_fp32(runs:Path, model_path:str, arm:str="bc_card", eval_kw:dict|None=None, valid=None)->dict:
+    """Row 7 with exact weights: the card arm's fitted adapter (RUNS/ARM/adapter; its fit uses no weights) loaded into the model in
+    fp32 and evaluated as card_checkpoint_eval does, against base_card_fp32 and base_fp32, into RUNS/ARM_fp32."""
+    from proposal_nb.lm.rollouts import load_adapter_folder
+    from proposal_nb.programs.sandbox import Executor
+    jobs = [json.loads(l) for l in (runs / arm / "ledger.jsonl").read_text().splitlines()] if (runs / arm / "ledger.jsonl").exists() else []
+    if not jobs or jobs[-1]["end_step"] < jobs[-1]["steps"] or not (runs / arm / "adapter").is_dir():
+        raise SystemExit(f"{runs / arm}: no finished fit with its adapter (train-bc {arm} first)")
+    t0, out, name = time.time(), runs / f"{arm}_fp32", f"step-{jobs[-1]['steps']}"
+    peft, tok = _card_model(model_path, SHARED["seed"], "float32")
+    load_adapter_folder(peft, runs / arm / "adapter")
+    with Executor() as ex: ev = card_checkpoint_eval(peft, tok, name, out, runs, ex, eval_kw, valid, suffix="_fp32")
+    return _ledger(out, dict(arm=f"{arm}_fp32", source=f"{arm}/adapter ({name})", dtype=_dtype(peft), wall_s=round(time.time() - t0, 1),
+                             eval_s=ev["eval_s"], zero_weight=ev["zero_weight"]))
+
+
+def report_card_arms(runs:Path, out:Path, n_boot:int=2000, suffix:str="")->Path:
+    """campaign_card_eval: base_card, the card arms under the card prior, base and the control under T = 1; the pre-registered pairs.
+    `suffix` _fp32: the same from the fp32 re-evaluation (eval-card-fp32), every name suffixed, into campaign_card_fp32_eval."""
     import pandas as pd
     from proposal_nb.analysis.evaluation import evaluation_tables, write_evaluation
     from proposal_nb.analysis.report_card import report_card
     from proposal_nb.results import checkpoint_parts, write_json, write_table
     own = lambda a: pd.read_parquet(runs / a / "heldout_draws.parquet").drop(columns=["prompt_ids", "token_ids"]).assign(arm=a, checkpoint=a)
-    draws, prior, pairs = [own("base_card"), own("base")], [], []
+    draws, prior, pairs = [own(f"base_card{suffix}"), own(f"base{suffix}")], [], []
     prior += [d.assign(logq=d.logp) for d in draws]
-    for arm in [a for a in OFFLINE_CARD if (runs / a / "heldout").is_dir()]:
-        for pre, name, ref in (("", arm, "base_card"), ("t1-", CARD_CONTROL[0], "base")):
-            fs = sorted((runs / arm / "heldout").glob(f"{pre}step-*_draws.parquet"), key=lambda f: checkpoint_parts(f.name[len(pre):].split("_")[0])[1])
+    for arm in [a for a in OFFLINE_CARD if (runs / f"{a}{suffix}" / "heldout").is_dir()]:
+        for pre, name, ref in (("", f"{arm}{suffix}", f"base_card{suffix}"), ("t1-", f"{CARD_CONTROL[0]}{suffix}", f"base{suffix}")):
+            fs = sorted((runs / f"{arm}{suffix}" / "heldout").glob(f"{pre}step-*_draws.parquet"), key=lambda f: checkpoint_parts(f.name[len(pre):].split("_")[0])[1])
             for f in fs:
                 ck = f"{name}-{f.name[len(pre):].split('_')[0]}"
                 draws.append(pd.read_parquet(f).assign(arm=name, checkpoint=ck))
                 prior.append(pd.read_parquet(f.with_name(f.name.replace("_draws", "_prior"))).assign(checkpoint=ck))
                 pairs.append((ref, ck))
-        if (runs / arm / "log.parquet").exists():
+        if not suffix and (runs / arm / "log.parquet").exists():
             d = out / f"campaign_{arm}"
             write_table(d, "log", pd.read_parquet(runs / arm / "log.parquet"))
             jobs = [json.loads(l) for l in (runs / arm / "ledger.jsonl").read_text().splitlines()] if (runs / arm / "ledger.jsonl").exists() else []
@@ -819,7 +840,7 @@ def report_card_arms(runs:Path, out:Path, n_boot:int=2000)->Path:
     names = list(dict.fromkeys(draws.checkpoint))
     n = int(draws.groupby(["checkpoint", "prompt_id"]).size().min())                                  # R x M draws per prompt
     ev = evaluation_tables(draws, checkpoints=names, ks=[k for k in PASS_KS if k <= n], n_boot=n_boot)   # pass@k up to R x M, as `report`
-    e = out / "campaign_card_eval"
+    e = out / f"campaign_card{suffix}_eval"
     write_evaluation(e, ev); write_table(e, "draws", draws); write_table(e, "prior", prior)
     card = report_card(draws, prior, split="heldout", n_boot=n_boot, checkpoints=names)
     write_table(e, "report_card", ev.summary[["checkpoint", "arm", "step"]].drop_duplicates().merge(card.table, on="checkpoint"))
@@ -830,10 +851,11 @@ def report_card_arms(runs:Path, out:Path, n_boot:int=2000)->Path:
     write_json(e, "summary", flat | {f"zero_weight_share {k}": float(v) for k, v in zero.items()})   # the pre-registered pairs, flat
     ledgers = {a.name: [json.loads(l) for l in (a / "ledger.jsonl").read_text().splitlines()]
                for a in sorted(runs.iterdir()) if (a / "ledger.jsonl").exists()}
-    side = {a: js for a, js in ledgers.items() if a in {"base", "base_card", "rollouts_card", *OFFLINE_CARD}}
+    side = {a: js for a, js in ledgers.items() if a in {f"{x}{suffix}" for x in ("base", "base_card", *OFFLINE_CARD)} | ({"rollouts_card"} if not suffix else set())}
     write_json(e, "config", dict(kind="evaluate", model="embedded:SmolLM2-135M-Instruct", split=SPLIT, eval=EVAL, card=card_plan(),
                                  pairs=[list(p) for p in pairs], gpu_minutes={a: round(sum(j["wall_s"] for j in js) / 60, 2) for a, js in ledgers.items()},
-                                 **provenance(side, user_command=CARD_COMMAND)))
+                                 **({"dtype": "float32"} if suffix else {}),
+                                 **provenance(side, user_command=CARD_FP32_COMMAND if suffix else CARD_COMMAND, dtype="fp32" if suffix else "bf16")))
     print(key[key.metric == "wacc"].round(3).to_string(index=False))
     return e
 
@@ -943,7 +965,10 @@ def plan_fp32(out:Path, check:Path)->dict:
                         "(campaign_fp32_eval/report_card.csv), the normaliser's EB intervals (campaign_eb_intervals), the weight check "
                         "itself on every fp32 arm's draws (campaign_weight_check), and findings 4 and 5 read on iguana_fp32; "
                         "validity, pass@k and the distinct share beside the bf16 arms' say whether exact weights also train differently"),
-               order="iguana_fp32 and iguana_kl_fp32 first (findings 4, 5), then msc_fp32 and rb_msc_fp32, then msc_m2_fp32",
+               card=dict(arm="bc_card_fp32", what=("row 7 with exact weights: bc_card's fitted adapter (its fit uses no weights) evaluated "
+                                                    "in fp32 under the card and T = 1 priors (campaign.py eval-card-fp32)"),
+                         references=["base_card_fp32", "base_fp32"], folder="campaign_card_fp32_eval", job="campaign_job.sh arm card_fp32"),
+               order="iguana_fp32 and iguana_kl_fp32 first (findings 4, 5), with card_fp32 (row 7, a few minutes); then msc_fp32 and rb_msc_fp32, then msc_m2_fp32",
                split=SPLIT, eval=EVAL, shared=SHARED)
     out.mkdir(parents=True, exist_ok=True)
     (out / "campaign_fp32.json").write_text(json.dumps(doc, indent=1)); print(json.dumps(doc, indent=1))
@@ -953,7 +978,8 @@ def plan_fp32(out:Path, check:Path)->dict:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("cmd", choices=["plan", "base", "base-fp32", "train", "rollouts", "train-bc", "pack", "pack-runs", "unpack", "finished", "chain-check", "report", "_train_small", "calibration-plan",
-                                     "plan-card", "rollouts-card", "base-card", "report-card", "card-waste", "plan-strict", "base-strict", "plan-fp32"])
+                                     "plan-card", "rollouts-card", "base-card", "report-card", "card-waste", "plan-strict", "base-strict", "plan-fp32",
+                                     "base-card-fp32", "eval-card-fp32"])
     ap.add_argument("--no-eval", action="store_true", help="train: skip the held-out evaluation at checkpoints")
     ap.add_argument("--close", action="store_true", help="rollouts-card: no new chunk; card.parquet from the chunks made (device time ran out)")
     ap.add_argument("args", nargs="*")
@@ -975,7 +1001,12 @@ def main(argv=None):
     if a.cmd == "card-waste": return card_waste(_model_path(a))
     if a.cmd == "rollouts-card": return rollouts_card(Path(a.args[0]), _model_path(a), a.deadline_s, close=a.close)
     if a.cmd == "base-card": return base_prior_eval(Path(a.args[0]), _model_path(a))
-    if a.cmd == "report-card": return report_card_arms(Path(a.args[0]), Path(a.args[1]))
+    if a.cmd == "base-card-fp32": return base_prior_eval(Path(a.args[0]), _model_path(a), "base_card_fp32")
+    if a.cmd == "eval-card-fp32": return eval_card_fp32(Path(a.args[0]), _model_path(a))
+    if a.cmd == "report-card":
+        runs, res = Path(a.args[0]), Path(a.args[1])
+        if (runs / "bc_card_fp32" / "heldout").is_dir(): report_card_arms(runs, res, suffix="_fp32")
+        return report_card_arms(runs, res)
     if a.cmd == "train-bc" and a.args and a.args[0] in OFFLINE_CARD:
         return train_bc_card(a.args[0], Path(a.args[1]), _model_path(a), over, deadline_s=a.deadline_s)
     if a.cmd == "finished": return sys.exit(0 if _finished(Path(a.args[0])) else 1)

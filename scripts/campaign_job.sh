@@ -5,7 +5,7 @@
 # side (each fit resumable across jobs); the arm
 # `card` is the card-sampler arm (its base draws, chunked rollouts resumed job by job, then filtered BC); `calib` is the
 # calibration control v2 (published/h200_calibration_v2: needs altair and nbformat in /tmp/site); `chaincheck` trains a
-# short case unbroken and chained (campaign.py chain-check); `weightcheck` trains 25 iguana steps in bf16 and in fp32 (E_q[p/q] = 1); ARM_fp32 (iguana_fp32, ...) trains in fp32 beside base_fp32; iguana_strict and iguana_kl_strict train through the generic
+# short case unbroken and chained (campaign.py chain-check); `weightcheck` trains 25 iguana steps in bf16 and in fp32 (E_q[p/q] = 1); ARM_fp32 (iguana_fp32, ...) trains in fp32 beside base_fp32; `card_fp32` evaluates bc_card's adapter in fp32 (row 7); iguana_strict and iguana_kl_strict train through the generic
 # branch, with base-strict on the CPU beside them. Logs go to RUNS/_logs, packed with the runs.
 # Call 1 carries .devmodel/a and copies it to /tmp/m/ (see ../shared/tools/device-model.sh); this call carries
 # .devmodel/b and .campaign/src (a source snapshot: git archive <commit> proposal_nb + scripts/campaign.py + COMMIT).
@@ -50,6 +50,10 @@ for a in "${ARMS[@]}"; do
     timeout $(left) bash -c "( [ -f $R/base_card/heldout_draws.parquet ] || $C base-card $R --model $MODEL ) &&
       $C rollouts-card $R --model $MODEL --deadline-s \$(( $END - \$(date +%s) - 30 )) && [ -f $R/rollouts_card/card.parquet ] &&
       ( $C finished $R/bc_card || $C train-bc bc_card $R --model $MODEL --deadline-s \$(( $END - \$(date +%s) )) )" > $L/card.log 2>&1 &
+  elif [ "$a" = card_fp32 ]; then   # row 7 with exact weights: bc_card's fitted adapter (RUNS/bc_card/adapter, carried) evaluated in fp32
+    timeout $(left) bash -c "( [ -f $R/base_card_fp32/heldout_draws.parquet ] || $C base-card-fp32 $R --model $MODEL ) &&
+      while [ ! -f $R/base_fp32/heldout_draws.parquet ]; do sleep 2; done &&
+      ( $C finished $R/bc_card_fp32 || $C eval-card-fp32 $R --model $MODEL )" > $L/card_fp32.log 2>&1 &
   elif [ "$a" = calib ]; then   # one run of the pre-registered control; it cannot resume, so a cut-off run starts again
     [ -f $R/calibration_v2/summary.json ] || { rm -rf $R/calibration_v2; timeout $(left) python3 scripts/exec_notebook.py \
       nbs/runs/30_calibration.ipynb out_dir=$R/calibration_v2 model=$MODEL n_bundles=38 bundle_size=1 "difficulties=['easy']" particles=4 \

@@ -89,6 +89,7 @@ def test_plan_fp32_needs_a_check_that_calls_for_it(tmp_path):
     doc = C.plan_fp32(tmp_path / "plan", tmp_path / "wc")
     assert set(doc["arms"]) == set(C.FP32_ARMS) and doc["arms"]["iguana_fp32"]["checkpoints"] == [4, 16, 63, 250]
     assert doc["arms"]["msc_m2_fp32"]["checkpoints"] == [6, 35, 210, 1250] and doc["why"]["check"]["float32"]["mean_ratio"] == 1.015
+    assert doc["card"]["arm"] == "bc_card_fp32" and doc["card"]["references"] == ["base_card_fp32", "base_fp32"]
     assert json.loads((tmp_path / "plan" / "campaign_fp32.json").read_text()) == json.loads(json.dumps(doc))   # tuples read back as lists
     for verdict in ("both read 1 within 2 SE: ...", None):
         write_json(tmp_path / "wc", "summary", dict(dtype_check=check, dtype_verdict=verdict))

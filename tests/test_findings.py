@@ -225,6 +225,12 @@ def test_prior(tmp_path, case, base_cv, verdict):
     assert "; 25% of bc_card-step-100's draws lie outside the card sampler's kept set (weight 0)" in row(tmp_path, 7)["project"]
     write_eval(tmp_path / "campaign_card_eval", draws_for({k: spec[k] for k in ("base", "bc_card-step-100")}, 60, seed=7))
     assert row(tmp_path, 7)["verdict"] == F.NOT_RUN                           # no card sampler's own checkpoint
+    # the fp32 re-evaluation (campaign.py eval-card-fp32, report-card): read first, every name suffixed _fp32
+    s32 = {k.replace("-step", "_fp32-step") if "-step" in k else f"{k}_fp32": (v[0] + "_fp32",) + v[1:] for k, v in spec.items()}
+    write_eval(tmp_path / "campaign_card_fp32_eval", draws_for(s32, 60, seed=8))
+    r = row(tmp_path, 7)
+    assert r["project"].startswith("bc_card_fp32-step-100 − base_card_fp32: wacc ") and "; control bc_card_t1prior_fp32-step-100 − base_fp32" in r["project"], r
+    assert r["source"] == "campaign_card_fp32_eval" and r["decides"].endswith("read on the fp32 arms (campaign_fp32_plan)"), r
 
 
 # (8) break-even over checkpoints: per_checkpoint tables with N* and its CI ----------------------------------------

@@ -167,3 +167,38 @@ def test_card_commands(tmp_path):
     pd.DataFrame(dict(a=[1])).to_parquet(tmp_path / "runs" / "rollouts_card" / "part-00020.parquet")
     with pytest.raises(SystemExit, match="not draws 0..19"):                  # closing early keeps a prefix of whole chunks only
         C.rollouts_card(tmp_path / "runs", "unused", close=True)
+
+
+def test_card_fp32_reevaluation(tmp_path, tiny_path):
+    # row 7 with exact weights: bc_card's fitted adapter (a stand-in: LoRA B ~ N(0, 0.5²), seed 0) evaluated in fp32 against
+    # base_card_fp32 and base_fp32, then reported apart in campaign_card_fp32_eval
+    C = _campaign()
+    from proposal_nb.lm.densities import DecodingConfig
+    from proposal_nb.lm.rollouts import adapter_state, evaluation_draws, load_adapter_folder
+    runs = tmp_path / "runs"
+    C.base_prior_eval(runs, tiny_path, "base_card_fp32", eval_kw=SMALL, valid=half_valid)
+    C.base_prior_eval(runs, tiny_path, "base_fp32", prior=DecodingConfig(), eval_kw=SMALL, valid=half_valid)
+    with pytest.raises(SystemExit, match="no finished fit"): C.eval_card_fp32(runs, tiny_path, eval_kw=SMALL, valid=half_valid)
+    fit, _ = C._card_model(tiny_path, C.SHARED["seed"])
+    g = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for n, p in fit.named_parameters():
+            if "lora_B" in n: p.copy_(torch.randn(p.shape, generator=g) * 0.5)
+    fit.save_pretrained(runs / "bc_card" / "adapter")
+    (runs / "bc_card" / "ledger.jsonl").write_text(json.dumps(dict(arm="bc_card", end_step=3, steps=3, wall_s=1.0)) + "\n")
+    job = C.eval_card_fp32(runs, tiny_path, eval_kw=SMALL, valid=half_valid)
+    assert job["dtype"] == "float32" and job["arm"] == "bc_card_fp32" and C._finished(runs / "bc_card_fp32")
+    names = sorted(f.name for f in (runs / "bc_card_fp32" / "heldout").iterdir())
+    assert names == sorted(f"{p}step-3_{k}.parquet" for p in ("", "t1-") for k in ("draws", "prior"))
+    dc = pd.read_parquet(runs / "bc_card_fp32" / "heldout" / "step-3_draws.parquet")
+    peft, tok = C._card_model(tiny_path, 0)
+    load_adapter_folder(peft, runs / "bc_card" / "adapter")                   # the fitted adapter, not the fresh one, drew them
+    q = evaluation_draws(peft, tok, C._card_tasks("heldout", 2), "step-3", adapter_state(peft), 1, 4, half_valid, half_valid, seed=C.EVAL["seed"],
+                         max_new_tokens=6, batch_size=8, progress=False, keep_tokens=True, prior=C.card_config())
+    assert q.text_hash.tolist() == dc.text_hash.tolist()
+    e = C.report_card_arms(runs, tmp_path / "results", n_boot=50, suffix="_fp32")
+    cfg = json.loads((e / "config.json").read_text())
+    assert e.name == "campaign_card_fp32_eval" and cfg["dtype"] == "float32" and "fp32" in cfg["machine"]
+    assert cfg["pairs"] == [["base_card_fp32", "bc_card_fp32-step-3"], ["base_fp32", "bc_card_t1prior_fp32-step-3"]]
+    assert set(pd.read_csv(e / "summary.csv").checkpoint) == {"base_card_fp32", "base_fp32", "bc_card_fp32-step-3", "bc_card_t1prior_fp32-step-3"}
+    assert not (tmp_path / "results" / "campaign_bc_card").exists()              # no fit here: only the evaluation folder

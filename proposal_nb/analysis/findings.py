@@ -38,7 +38,7 @@ class Sources(NamedTuple):
 PUBLISHED = Sources()                                                        # the published findings table
 JOB = Sources(eval=("eval",), train=("{arm}",), zx=("z",), breakeven=("breakeven_{arm}",), calibration=(), card_eval=(), weights=())  # the CPU main job
 FP32 = Sources(eval=("campaign_fp32_eval",), train=("campaign_{arm}_fp32",), breakeven=("campaign_breakeven_{arm}_fp32",), calibration=(),
-               card_eval=(), weights=(), base="base_fp32", suffix="_fp32")   # the fp32 arms (campaign_fp32_plan): exact weights, for rows that weigh by p/q
+               card_eval=("campaign_card_fp32_eval",), weights=(), base="base_fp32", card_base="base_card_fp32", suffix="_fp32")   # the fp32 arms (campaign_fp32_plan): exact weights, for rows that weigh by p/q
 
 def run_folder(root:Path|str, # the folder of run folders
                names:Sequence[str], # candidate folder names, `{arm}` allowed
@@ -293,13 +293,13 @@ def batching_outcome(root, src:Sources, runs:dict, logs:dict)->str:
 
 def find_prior(root, src:Sources, **kw)->Row|Missing:
     "(7) The card-trained arm against the card sampler's rejection sampling (wacc) and its own pass@1 gain."
-    need = (f"{_needs(src.card_eval)} with arm bc_card (filtered BC on the truncated card sampler's rollouts, evaluated with that "
-            f"sampler as the prior) and the card sampler's own checkpoint {src.card_base}")
+    need = (f"{_needs(src.card_eval)} with arm bc_card{src.suffix} (filtered BC on the truncated card sampler's rollouts, evaluated with "
+            f"that sampler as the prior) and the card sampler's own checkpoint {src.card_base}")
     ev = eval_tables(root, src, src.card_eval)
-    if ev is None or (last := last_checkpoint(ev.summary, "bc_card")) is None or src.card_base not in set(ev.summary.checkpoint):
+    if ev is None or (last := last_checkpoint(ev.summary, "bc_card" + src.suffix)) is None or src.card_base not in set(ev.summary.checkpoint):
         return Missing(need)
     w, p = (paired_interval(ev.paired, src.card_base, last, m, ev.n) for m in ("wacc", "pass1"))
-    ctl = last_checkpoint(ev.summary, "bc_card_t1prior")          # the same proposal weighed with the T = 1 prior: shown, not ruled on
+    ctl = last_checkpoint(ev.summary, "bc_card_t1prior" + src.suffix)   # the same proposal weighed with the T = 1 prior: shown, not ruled on
     c = paired_interval(ev.paired, src.base, ctl, "wacc", ev.n) if ctl else None
     zw = (read_json(run_folder(root, src.card_eval), "summary") or {}).get(f"zero_weight_share {last}")   # draws outside the prior's support
     return Row(f"{last} − {src.card_base}: wacc {_fmt(w)}; pass@1 {_fmt(p)}" + (f"; control {ctl} − {src.base}: wacc {_fmt(c)}" if c else "")
