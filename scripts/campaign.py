@@ -85,8 +85,7 @@ CARD_FP32_COMMAND = "bash scripts/campaign_job.sh 575 card_fp32 && .venv/bin/pyt
 # before that check every number weighed by p/q needs an fp32 re-run. Each arm copies its bf16 arm's settings exactly and
 # runs the model in fp32; its evaluation compares against base_fp32 (the base arm's held-out draws drawn in fp32, the
 # same keys) in its own folder, campaign_fp32_eval, never mixed with the bf16 one.
-FP32_ARMS = {a: (a, f"{ARMS[a][1]}, in fp32") for a in ("iguana", "iguana_kl", "msc", "rb_msc", "msc_m2")}
-FP32_ARMS = {f"{a}_fp32": v for a, v in FP32_ARMS.items()}
+FP32_ARMS = {f"{a}_fp32": (a, f"{ARMS[a][1]}, in fp32") for a in ("iguana", "iguana_kl", "msc", "rb_msc", "msc_m2")}  # arm: (copies, why)
 FP32_COMMAND = ("bash scripts/campaign_job.sh 575 iguana_fp32 iguana_kl_fp32 msc_fp32 rb_msc_fp32 "
                 "&& .venv/bin/python scripts/campaign.py report RUNS published")
 
