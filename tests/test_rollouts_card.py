@@ -167,6 +167,13 @@ def test_card_commands(tmp_path):
     pd.DataFrame(dict(a=[1])).to_parquet(tmp_path / "runs" / "rollouts_card" / "part-00020.parquet")
     with pytest.raises(SystemExit, match="not draws 0..19"):                  # closing early keeps a prefix of whole chunks only
         C.rollouts_card(tmp_path / "runs", "unused", close=True)
+    # the fp32 re-evaluation's commands reach their functions (run on a tiny model in test_card_fp32_reevaluation)
+    seen = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(C, "base_prior_eval", lambda runs, model, name="base_card", **kw: seen.append((runs.name, model, name)))
+        C.main(["base-card-fp32", str(tmp_path / "runs"), "--model", "m"])
+    assert seen == [("runs", "m", "base_card_fp32")] and C.arm_dtype("base_card_fp32") == "float32"
+    with pytest.raises(SystemExit, match="no finished fit"): C.main(["eval-card-fp32", str(tmp_path / "runs"), "--model", "unused"])
 
 
 def test_card_fp32_reevaluation(tmp_path, tiny_path):
