@@ -115,6 +115,11 @@ def main(argv=None):
                date=datetime.now(timezone.utc).isoformat(timespec="seconds"), commit=head,
                command="python scripts/campaign_eb.py PUBLISHED [--level 0.9] (CPU; reads the published campaign folders only)",
                user_command=USER_COMMAND))
+    wc = read_json(root / "campaign_weight_check", "summary") or {}
+    f32 = (wc.get("dtype_check") or {}).get("float32", {})
+    cause = (f" The H200 check traces it to bf16: the same iguana steps read {f32.get('mean_ratio', math.nan):.3f} ± {f32.get('se', math.nan):.3f} "
+             "in fp32, and the fp32 arms of `campaign_fp32_plan` re-measure these intervals with exact weights."
+             if (wc.get("dtype_verdict") or "").startswith("bf16") else "")
     lines = [f"| {arm} | {s['potential']} | {s['status']} | {s['prompts']} | {s['inside']} | {s['expected']:.1f} | {s['p_lower']:.3g} | "
              f"{s['outside_low']} / {s['outside_high']} | {s['median_width']:.3f} | {s['median_n']:.0f} / {s['median_ess']:.1f} |" for arm, s in summary.items()]
     (out / "README.md").write_text(f"""# The normaliser's empirical-Bayes interval on the campaign's real runs
@@ -133,7 +138,7 @@ are too narrow (or biased); "outside low / high" says on which side k fell.
 
 The interval counts the run's n draws as n Bernoulli trials with S = Σ uw successes; weights that spread (ESS below n)
 carry less information than that. The weights are also biased upward here: `campaign_weight_check` finds the mean of
-p/q over these runs' draws at 1.2-1.4 where it should be 1, which lifts S and would put k below the predictive set. Tables: `intervals.csv` (per arm and prompt: n, S, ESS, the interval, its posterior
+p/q over these runs' draws at 1.2-1.4 where it should be 1, which lifts S and would put k below the predictive set.{cause} Tables: `intervals.csv` (per arm and prompt: n, S, ESS, the interval, its posterior
 Beta(A, B), k of m, the predictive set and its probability), `summary.json`, the chart `intervals.svg`.
 """)
 
