@@ -246,7 +246,8 @@ def main(argv=None):
     write_json(out, "summary", summary)
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip() or None
     write_json(out, "config", dict(kind="weight_check", windows=[list(w) for w in WINDOWS], rescore=rs_src, identity=id_src, dtype_check=dt_src,
-               machine="CPU (the project's 2-core machine), from tables the nvidia-h200 device wrote (one NVIDIA H200, bf16)",
+               machine="CPU (the project's 2-core machine), from tables the nvidia-h200 device wrote (one NVIDIA H200, bf16"
+                       + ("; the dtype check: bf16 and fp32 side by side)" if dt_src else ")"),
                date=datetime.now(timezone.utc).isoformat(timespec="seconds"), commit=head,
                command="python scripts/campaign_weights.py PUBLISHED [--rescore RUNS/base/heldout_draws.parquet --n 160]", user_command=USER_COMMAND))
     f = lambda r: f"{r.mean_ratio:.3f} ± {r.se:.3f}"
