@@ -257,6 +257,7 @@ def find_skyline(root, src:Sources, n_boot:int=2000, seed:int=0)->Row|Missing:
     return Row(f"{last}: wacc {_fmt(wacc, False)} vs skyline {sky.macro:.2f} [{sky.macro_lo:.2f}, {sky.macro_hi:.2f}] "
                f"({per.min()}+ base draws per prompt); Δ wacc vs {src.base} {_fmt(gain)}", rule_skyline(wacc, sky.macro, gain), ev.name)
 
+# %% ../../nbs/36_findings.ipynb #c024b
 def find_batching(root, src:Sources, **kw)->Row|Missing:
     "(6) Distinct prompts per batch and single-prompt share of the sorted and spread BC runs."
     runs = {a: run_folder(root, src.train, a) for a in ("bc_sort", "bc_spread")}
@@ -279,18 +280,21 @@ def batching_outcome(root, src:Sources, runs:dict, logs:dict)->str:
     if not cks or None in cks.values(): return out
     d = paired_interval(ev.paired, cks["bc_spread"], cks["bc_sort"], "validity", ev.n)
     draws = read_table(run_folder(root, src.eval), "draws")
-    cap = {a: read_json(f, "config").get("training", {}).get("cap") for a, f in runs.items()}
-    at_cap = {a: float((draws[draws.checkpoint == cks[a]].length >= cap[a]).mean()) for a in runs if cap[a] and "length" in draws.columns}
+    at_cap = {a: v for a, f in runs.items() if (v := _cap_share(draws, cks[a], f)) is not None}
     out += ((f"; held-out validity sort − spread {_fmt(d)}" if d else "")
             + ("; held-out draws at the completion cap: " + ", ".join(f"{a.removeprefix('bc_')} {v:.0%}" for a, v in at_cap.items()) if at_cap else ""))
     ctl = run_folder(root, src.train, "bc_sort_shuffled")
     ck = last_checkpoint(ev.summary, "bc_sort_shuffled") if ctl is not None else None
     if ck is None: return out
-    o = paired_interval(ev.paired, cks["bc_sort"], ck, "validity", ev.n)
-    c = read_json(ctl, "config").get("training", {}).get("cap")
-    share = float((draws[draws.checkpoint == ck].length >= c).mean()) if c and "length" in draws.columns else None
+    o, share = paired_interval(ev.paired, cks["bc_sort"], ck, "validity", ev.n), _cap_share(draws, ck, ctl)
     return out + (f"; order control (sort's batches, shuffled) − sort: validity {_fmt(o)}" if o else "") + (f", {share:.0%} of its draws at the cap" if share is not None else "")
 
+def _cap_share(draws:pd.DataFrame, ck:str, fit:Path)->float|None:
+    "Share of checkpoint `ck`'s held-out draws that reach the completion cap of the fit in folder `fit` (None without a cap or lengths)."
+    cap = read_json(fit, "config").get("training", {}).get("cap")
+    return float((draws[draws.checkpoint == ck].length >= cap).mean()) if cap and "length" in draws.columns else None
+
+# %% ../../nbs/36_findings.ipynb #c024c
 def find_prior(root, src:Sources, **kw)->Row|Missing:
     "(7) The card-trained arm against the card sampler's rejection sampling (wacc) and its own pass@1 gain."
     need = (f"{_needs(src.card_eval)} with arm bc_card{src.suffix} (filtered BC on the truncated card sampler's rollouts, evaluated with "

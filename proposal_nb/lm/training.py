@@ -451,6 +451,9 @@ def _train(self:OnlineRun, progress:bool=True, stop_after:int|None=None)->pd.Dat
     if self.is_main: self.warn_weights()
     return pd.DataFrame(self.log)
 
+OnlineRun._log_row, OnlineRun._draw_rows, OnlineRun.write_tables, OnlineRun.train = _log_row, _draw_rows, _write_tables, _train
+
+# %% ../../nbs/27_training.ipynb #c025x
 def _warn_weights(self:OnlineRun, z_max:float=4.0, min_draws:int=200):
     "Warn when the run's draws fail E_q[p/q] ≤ 1 (`weight_identity`): weighed numbers would be biased upward (e.g. bf16 scoring)."
     if len(self.draws) < min_draws: return None
@@ -463,7 +466,6 @@ def _warn_weights(self:OnlineRun, z_max:float=4.0, min_draws:int=200):
                       stacklevel=2)
     return wi
 
-OnlineRun._log_row, OnlineRun._draw_rows, OnlineRun.write_tables, OnlineRun.train = _log_row, _draw_rows, _write_tables, _train
 OnlineRun.warn_weights = _warn_weights
 
 # %% ../../nbs/27_training.ipynb #c025b
