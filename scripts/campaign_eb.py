@@ -28,16 +28,15 @@ def run_interval(draws:pd.DataFrame, # training draws: prompt_id, log_uw
     import torch
     from scipy.special import logsumexp
     from proposal_nb.estimators import normalizer as nz
+    from proposal_nb.estimators.weights import ess_np
     g = draws.groupby("prompt_id", sort=True).log_uw
     lw = g.apply(lambda x: float(logsumexp(x.to_numpy(float))))
-    lw2 = g.apply(lambda x: float(logsumexp(2 * x.to_numpy(float))))
+    ess = g.apply(lambda x: float(ess_np(x.to_numpy(float)))).to_numpy()   # Kish ESS; 0 for a prompt whose weights are all 0
     n = g.size().astype(float)
     st = nz.init(len(n))
     st = st._replace(count=torch.tensor(n.to_numpy()), log_sum_raw=torch.tensor(lw.to_numpy()))
     iv = nz.eb_interval(st, level=level, raw=True)
     S = np.minimum(np.exp(lw.to_numpy()), n.to_numpy())
-    with np.errstate(invalid="ignore"):                                   # a prompt whose weights are all 0 has ESS 0
-        ess = np.where(np.isfinite(lw2.to_numpy()), np.exp(2 * lw.to_numpy() - lw2.to_numpy()), 0.0)
     return pd.DataFrame(dict(prompt_id=n.index, n=n.to_numpy(), S=S, ess=ess, lo=iv.lo.numpy(), mean=iv.mean.numpy(), hi=iv.hi.numpy(),
                              A=iv.a + S, B=iv.b + n.to_numpy() - S))
 

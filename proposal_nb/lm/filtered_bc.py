@@ -13,6 +13,7 @@ from tqdm.auto import tqdm
 from ..estimators import registry as E
 from .densities import completion_token_logprobs
 from .rollouts import adapter_state, load_adapter_state
+from .training import adam_moment_norm
 
 # %% auto #0
 __all__ = ['ORDERS', 'OfflineConfig', 'OfflineData', 'offline_data', 'train_offline']
@@ -79,7 +80,7 @@ def _bc_batch(model, opt, params:list, est, state, D:OfflineData, k:int, c:Offli
     if why: opt.zero_grad(set_to_none=True)
     else: opt.step()
     with torch.no_grad(): wnorm = float(torch.sqrt(sum((p.float() ** 2).sum() for p in params)))   # a drift shows here first
-    ema = _grad_ema_norm(opt, params)
+    ema = adam_moment_norm(opt) if opt.state else float("nan")      # Adam's first moment: the EMA of the clipped gradients (β1 = 0.9)
     if not math.isfinite(wnorm):
         bad = next(n for n, p in model.named_parameters() if p.requires_grad and not torch.isfinite(p).all())
         raise FloatingPointError(f"batch {k + 1} (sample rows {b.tolist()}): parameter {bad} is no longer finite "
@@ -87,12 +88,6 @@ def _bc_batch(model, opt, params:list, est, state, D:OfflineData, k:int, c:Offli
     extra = {} if why == "logq" else est.summary(info)
     return dict(epoch=ep, step=k + 1, loss=loss, grad_norm=gnorm, adapter_norm=wnorm, grad_ema_norm=ema, skipped=why, **extra,
                 padding=float(1 - mask.float().mean()), t_update=time.perf_counter() - t0, n_samples=len(b))
-
-def _grad_ema_norm(opt, params:list)->float:
-    "Norm of Adam's first moment (the EMA of the clipped gradients, β1 = 0.9) over the adapter; NaN before the first step."
-    with torch.no_grad():
-        m = [opt.state[p]["exp_avg"] for p in params if "exp_avg" in opt.state.get(p, {})]
-        return float(torch.sqrt(sum((x.float() ** 2).sum() for x in m))) if m else float("nan")
 
 def _bc_checkpoint(out:Path, model, opt, rows:list, c:OfflineConfig):
     "checkpoints/step-k/trainer.pt after k batches (older ones removed): all a later call needs to go on exactly."
