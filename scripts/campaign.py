@@ -189,13 +189,13 @@ def heldout_draws(model, tok, name:str, state, ex, keep_tokens:bool=False, valid
 def base_eval(runs:Path, model_path:str, name:str="base")->Path:
     "The base arm's held-out draws, with token ids (re-scored under every checkpoint for the report card); base_fp32: in fp32."
     import torch
-    from proposal_nb.lm.models import add_lora, load_model
+    from proposal_nb.lm.models import add_lora, load_model, model_dtype
     from proposal_nb.programs.sandbox import Executor
     t0, out = time.time(), runs / name; out.mkdir(parents=True, exist_ok=True)
     lm, tok = load_model(model_path, dtype=arm_dtype(name)); torch.manual_seed(0); peft = add_lora(lm, r=8, alpha=16)
     with Executor() as ex: d = heldout_draws(peft, tok, "base", None, ex, keep_tokens=True)
     d.to_parquet(out / "heldout_draws.tmp.parquet"); (out / "heldout_draws.tmp.parquet").rename(out / "heldout_draws.parquet")
-    job = dict(arm=name, wall_s=round(time.time() - t0, 1), draws=len(d), validity=float(d.valid.mean()), dtype=_dtype(lm), gpu=_gpu(),
+    job = dict(arm=name, wall_s=round(time.time() - t0, 1), draws=len(d), validity=float(d.valid.mean()), dtype=model_dtype(lm), gpu=_gpu(),
                date=datetime.now(timezone.utc).isoformat(timespec="seconds"), commit=_commit())
     with open(out / "ledger.jsonl", "a") as f: f.write(json.dumps(job) + "\n")
     print(json.dumps(job), flush=True)
@@ -262,6 +262,7 @@ def checkpoint_eval(run, base_file:Path, ex, valid:str="no_error")->dict:
 def train(arm:str, run_dir:Path, model_path:str, deadline_s:float, config=None, stop_at:int|None=None, overrides=None,
           base_file:Path|None=None, dtype:str|None=None)->dict:
     "Train until the arm's step budget, `stop_at`, or the deadline; checkpoint (and evaluate) at log-spaced steps."
+    from proposal_nb.lm.models import model_dtype
     t0 = time.time()
     run, ex = open_run(arm, run_dir, model_path, config, dtype)
     start, L = run.step, run.cfg.loop
@@ -282,7 +283,7 @@ def train(arm:str, run_dir:Path, model_path:str, deadline_s:float, config=None, 
     job = dict(arm=arm, start_step=start, end_step=run.step, steps=L.steps, wall_s=round(time.time() - t0, 1),
                step_s_mean=round(sum(t_steps) / max(1, len(t_steps)), 3), train_s=round(sum(t_steps), 1),
                eval_s=round(sum(e["eval_s"] for e in evals), 1), samples=(run.step - start) * L.M * L.prompts_per_step,
-               overrides=overrides or {}, potential=run.potential.kind, dtype=_dtype(run.model), gpu=_gpu(),
+               overrides=overrides or {}, potential=run.potential.kind, dtype=model_dtype(run.model), gpu=_gpu(),
                date=datetime.now(timezone.utc).isoformat(timespec="seconds"), commit=_commit())
     with open(run_dir / "ledger.jsonl", "a") as f: f.write(json.dumps(job) + "\n")
     print(json.dumps(job), flush=True)
@@ -292,11 +293,6 @@ def train(arm:str, run_dir:Path, model_path:str, deadline_s:float, config=None, 
 def _cast(default, v:str):
     if isinstance(default, bool): return v == "True"
     return type(default)(v) if default is not None else v
-
-
-def _dtype(model)->str:
-    "The dtype the model's weights are in ('bfloat16', 'float32'), for the ledger."
-    return str(next(model.parameters()).dtype).removeprefix("torch.")
 
 
 def _gpu()->str:
@@ -796,6 +792,7 @@ def train_bc_card(arm:str, runs:Path, model_path:str, overrides:dict|None=None, 
 def eval_card_fp32(runs:Path, model_path:str, arm:str="bc_card", eval_kw:dict|None=None, valid=None)->dict:
     """Row 7 with exact weights: the card arm's fitted adapter (RUNS/ARM/adapter; its fit uses no weights) loaded into the model in
     fp32 and evaluated as card_checkpoint_eval does, against base_card_fp32 and base_fp32, into RUNS/ARM_fp32."""
+    from proposal_nb.lm.models import model_dtype
     from proposal_nb.lm.rollouts import load_adapter_folder
     from proposal_nb.programs.sandbox import Executor
     jobs = [json.loads(l) for l in (runs / arm / "ledger.jsonl").read_text().splitlines()] if (runs / arm / "ledger.jsonl").exists() else []
@@ -805,7 +802,7 @@ def eval_card_fp32(runs:Path, model_path:str, arm:str="bc_card", eval_kw:dict|No
     peft, tok = _card_model(model_path, SHARED["seed"], "float32")
     load_adapter_folder(peft, runs / arm / "adapter")
     with Executor() as ex: ev = card_checkpoint_eval(peft, tok, name, out, runs, ex, eval_kw, valid, suffix="_fp32")
-    return _ledger(out, dict(arm=f"{arm}_fp32", source=f"{arm}/adapter ({name})", dtype=_dtype(peft), wall_s=round(time.time() - t0, 1),
+    return _ledger(out, dict(arm=f"{arm}_fp32", source=f"{arm}/adapter ({name})", dtype=model_dtype(peft), wall_s=round(time.time() - t0, 1),
                              eval_s=ev["eval_s"], zero_weight=ev["zero_weight"]))
 
 

@@ -14,7 +14,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, Llama
 
 # %% auto #0
 __all__ = ['EMBEDDED_NAME', 'TINY_CHARS', 'TINY_TEMPLATE', 'cache_root', 'embedded_gguf', 'embedded_model_path', 'default_device',
-           'default_dtype', 'load_model', 'chat_prompt', 'tiny_tokenizer', 'tiny_model', 'add_lora']
+           'default_dtype', 'model_dtype', 'load_model', 'chat_prompt', 'tiny_tokenizer', 'tiny_model', 'add_lora']
 
 # %% ../../nbs/23_models.ipynb #c005
 def cache_root(cache_dir:str|Path|None=None, # folder; None: $PROPOSAL_NB_CACHE or ~/.cache/proposal_nb
@@ -62,6 +62,10 @@ def default_dtype(device:str, # 'cpu', 'cuda', 'cuda:1', ...
     return torch.bfloat16 if str(device).startswith("cuda") else torch.float32
 
 def _as_dtype(dtype): return getattr(torch, dtype) if isinstance(dtype, str) else dtype
+
+def model_dtype(model)->str:
+    "The dtype a model's weights are in, by name ('bfloat16', 'float32'): for ledgers and messages."
+    return str(next(model.parameters()).dtype).removeprefix("torch.")
 
 # %% ../../nbs/23_models.ipynb #c014
 def load_model(name_or_path:str|Path|None=None, # HF id or local folder; None: the embedded SmolLM2

@@ -19,6 +19,7 @@ from ..programs.tasks import Task
 from .densities import DecodingConfig, score_tokens
 from .generation import row_keys
 from .engines import make_engine, check_weights
+from .models import model_dtype
 from ..theory.design import ema_floor
 from ..results import checkpoint_parts
 from .rollouts import PotentialFn, prompt_texts, text_hash, adapter_state, load_adapter_state
@@ -460,7 +461,7 @@ def _warn_weights(self:OnlineRun, z_max:float=4.0, min_draws:int=200):
     d = pd.DataFrame(self.draws, columns=["logp", "logq"])
     wi = weight_identity((d.logp - d.logq).to_numpy())
     if wi.fails(z_max):
-        dtype = str(next(self.model.parameters()).dtype).removeprefix("torch.")
+        dtype = model_dtype(self.model)
         warnings.warn(f"importance weights fail E_q[p/q] <= 1: mean p/q {wi.mean:.3f} ± {wi.se:.3f} over {wi.n:,} draws ({wi.z():.1f} SE above 1), "
                       f"model in {dtype}; every number weighed by p/q is biased upward (float32 sampling and scoring removes bf16's noise)",
                       stacklevel=2)
