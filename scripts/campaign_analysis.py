@@ -82,7 +82,7 @@ def breakeven_arm(arm:str, # the arm
     costs = per_sample_costs(alog)
     bill = training_bill(sorted(trained.step.unique()), log=alog)
     be = breakeven(rates, trained, bill, costs, K_max=K_MAX, n_boot=n_boot, seed=seed)
-    return be, dict(measured=per_sample_costs(log)._asdict(), attributed=costs._asdict(), rates=rates, log=alog)
+    return be, dict(measured=per_sample_costs(log)._asdict(), attributed=costs._asdict(), rates=rates, log=alog, ev=Path(ev).name, ref=ref)
 
 def is_online(log:pd.DataFrame)->bool:
     "A training log of the online loop (a t_<stage> column per stage) rather than a filtered-BC fit (t_update only)."
@@ -179,17 +179,18 @@ def write_breakeven(out:Path, # the folder campaign_breakeven_<arm>
     for cur in ("wall_s", "checker_calls", "gpu_h"): save_chart(plot_curve(be, cur, NS), out, f"curve_{cur}")
     save_chart(plot_nstar(be), out, "nstar")
     pc, n = be.per_checkpoint, len(extra["rates"])
+    evn, ref = extra.get("ev", "campaign_eval"), extra.get("ref", "base")   # the evaluation and its reference checkpoint
     summary = dict(arm=arm, prompts=n, base_draws_per_prompt=int(extra["n_base"]), checkpoints=[str(c) for c in pc.checkpoint],
                    base_pass1=float(be.curve.pass1.iloc[0]), pass1={str(c): round(float(p), 4) for c, p in zip(pc.checkpoint, pc.pass1)},
                    k_eq={str(c): round(float(k), 3) for c, k in zip(pc.checkpoint, pc.k_eq)},
                    bill_gpu_h={str(c): round(float(b), 5) for c, b in zip(pc.checkpoint, pc.train_gpu_h)},
-                   u_shape=u_statement(pc, n), n_boot=n_boot, status=sources[f"campaign_{arm}"].get("status", "complete"))
+                   u_shape=u_statement(pc, n), n_boot=n_boot, eval=evn, ref=ref, status=sources[f"campaign_{arm}"].get("status", "complete"))
     write_json(out, "summary", summary)
     (out / "README.md").write_text(readme_breakeven(arm, pc, summary, timing))
-    cfg = dict(kind="breakeven", arm=arm, out_dir=str(out), source=dict(rates="campaign_eval/draws.parquet (checkpoint base)",
-               trained=f"campaign_eval/per_prompt.csv (arm {arm}: pass1)", log=extra.get("source", f"campaign_{arm}/log.parquet"),
+    cfg = dict(kind="breakeven", arm=arm, out_dir=str(out), source=dict(rates=f"{evn}/draws.parquet (checkpoint {ref})",
+               trained=f"{evn}/per_prompt.csv (arm {arm}: pass1)", log=extra.get("source", f"campaign_{arm}/log.parquet"),
                shares="campaign_<arm>/config.json jobs (every arm), scripts/campaign.py gpu_minutes"),
-               base_checkpoints=["base"], checkpoints={str(c): int(s) for c, s in zip(pc.checkpoint, pc.step)}, K_max=K_MAX, Ns=list(NS),
+               base_checkpoints=[ref], checkpoints={str(c): int(s) for c, s in zip(pc.checkpoint, pc.step)}, K_max=K_MAX, Ns=list(NS),
                device_stages=list(be.device_stages), n_boot=n_boot, seed=seed,
                **provenance(sources, f"break-even of {arm} on the campaign's real timings (MISSION §7)"))
     write_json(out, "config", cfg)
@@ -443,7 +444,7 @@ def readme_breakeven(arm:str, pc:pd.DataFrame, summary:dict, timing:dict)->str:
     return f"""# Break-even of {arm} on the campaign's real timings (MISSION §7)
 
 Built on CPU by `scripts/campaign_analysis.py` from published tables only: the base's Z(x), s(x) from its
-{summary['base_draws_per_prompt']} held-out draws per prompt ({summary['prompts']} held-out prompts, `campaign_eval`), each checkpoint's
+{summary['base_draws_per_prompt']} held-out draws per prompt ({summary['prompts']} held-out prompts, `{summary.get('eval', 'campaign_eval')}`, checkpoint `{summary.get('ref', 'base')}`), each checkpoint's
 per-prompt pass@1 from its own {summary['base_draws_per_prompt']} draws per prompt, and the training cost of `campaign_{arm}`
 (status: {summary['status']}). 95% prompt-bootstrap CIs ({summary['n_boot']:,} resamples, the base curve and the checkpoint resampled together).
 Base pass@1 {summary['base_pass1']:.3f}; best-of-K in closed form from Z, s up to K = {K_MAX}.

@@ -110,7 +110,8 @@ def main(argv=None):
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip() or None
     write_json(out, "config", dict(kind="eb_intervals", arms=arms, level=a.level, source=dict(weights="campaign_<arm>/draws.parquet (log_uw)",
                independent=f"{ca.ZX}/base_rollouts.parquet (r_<potential>)"),
-               machine="CPU (the project's 2-core machine), from tables the nvidia-h200 device wrote (one NVIDIA H200, bf16)",
+               machine="CPU (the project's 2-core machine), from tables the nvidia-h200 device wrote (one NVIDIA H200, "
+                       + ("bf16 and fp32 arms)" if any(a.endswith("_fp32") for a in arms) else "bf16)"),
                date=datetime.now(timezone.utc).isoformat(timespec="seconds"), commit=head,
                command="python scripts/campaign_eb.py PUBLISHED [--level 0.9] (CPU; reads the published campaign folders only)",
                user_command=USER_COMMAND))
@@ -119,6 +120,10 @@ def main(argv=None):
     cause = (f" The H200 check traces it to bf16: the same iguana steps read {f32.get('mean_ratio', math.nan):.3f} ± {f32.get('se', math.nan):.3f} "
              "in fp32, and the fp32 arms of `campaign_fp32_plan` re-measure these intervals with exact weights."
              if (wc.get("dtype_verdict") or "").startswith("bf16") else "")
+    pairs = [(a.removesuffix("_fp32"), a) for a in summary if a.endswith("_fp32") and a.removesuffix("_fp32") in summary]
+    twins = "".join(f" {b}: {summary[b]['inside']} of {summary[b]['prompts']} inside (P {summary[b]['p_lower']:.2g}) against {a}'s {summary[a]['inside']} (P {summary[a]['p_lower']:.2g})."
+                    for a, b in pairs)
+    twins = f" With exact weights the intervals hold:{twins}" if twins else ""
     lines = [f"| {arm} | {s['potential']} | {s['status']} | {s['prompts']} | {s['inside']} | {s['expected']:.1f} | {s['p_lower']:.3g} | "
              f"{s['outside_low']} / {s['outside_high']} | {s['median_width']:.3f} | {s['median_n']:.0f} / {s['median_ess']:.1f} |" for arm, s in summary.items()]
     (out / "README.md").write_text(f"""# The normaliser's empirical-Bayes interval on the campaign's real runs
@@ -136,8 +141,8 @@ are too narrow (or biased); "outside low / high" says on which side k fell.
 {chr(10).join(lines)}
 
 The interval counts the run's n draws as n Bernoulli trials with S = Σ uw successes; weights that spread (ESS below n)
-carry less information than that. The weights are also biased upward here: `campaign_weight_check` finds the mean of
-p/q over these runs' draws at 1.2-1.4 where it should be 1, which lifts S and would put k below the predictive set.{cause} Tables: `intervals.csv` (per arm and prompt: n, S, ESS, the interval, its posterior
+carry less information than that. The bf16 arms' weights are also biased upward: `campaign_weight_check` finds the mean of
+p/q over their draws at 1.2-1.4 where it should be 1, which lifts S and would put k below the predictive set.{cause}{twins} Tables: `intervals.csv` (per arm and prompt: n, S, ESS, the interval, its posterior
 Beta(A, B), k of m, the predictive set and its probability), `summary.json`, the chart `intervals.svg`.
 """)
 

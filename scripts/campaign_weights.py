@@ -83,6 +83,17 @@ def heldout_table(root:Path)->pd.DataFrame:
             if not np.allclose(x.logp, x.logq): rows.append(dict(arm=arm, split=f"heldout ({ev})", what=ck, **ratio_stats(x)))
     return pd.DataFrame(rows)
 
+def dtype_counts(tr:pd.DataFrame, # training_table
+                 ho:pd.DataFrame, # heldout_table
+                )->dict: # {"bf16"|"fp32": training windows and held-out checkpoints, and how many lie more than 2 SE above 1}
+    "The check's counts apart for the bf16 arms and the fp32 arms (ARM_fp32); a dtype with no arm is left out."
+    above = lambda t: int(((t.mean_ratio - 2 * t.se) > 1).sum()) if len(t) else 0
+    out = {}
+    for dt in ("bf16", "fp32"):
+        t, h = (x[x.arm.str.endswith("_fp32") == (dt == "fp32")] if len(x) else x for x in (tr, ho))
+        if len(t) or len(h): out[dt] = dict(training_windows=len(t), training_windows_above_1=above(t), heldout_checkpoints=len(h), heldout_above_1=above(h))
+    return out
+
 def length_table(root:Path, bins:int=5)->pd.DataFrame:
     "Per online arm: ratio_stats of its training draws (step ≥ 2) by completion-length quintile."
     rows = []
@@ -240,13 +251,13 @@ def main(argv=None):
         ident = {dt: {k: round(v, 4) for k, v in ratio_stats(g).items()} | dict(sampler_gap_sd=round(float((g.logq_sampler - g.logq).std(ddof=1)), 4))
                  for dt, g in t.groupby("dtype", sort=False)}
     above = tr[(tr.mean_ratio - 2 * tr.se) > 1]
-    summary = dict(training_windows=len(tr), training_windows_above_1=len(above), heldout_checkpoints=len(ho),
+    summary = dict(training_windows=len(tr), training_windows_above_1=len(above), heldout_checkpoints=len(ho), by_dtype=dtype_counts(tr, ho),
                    heldout_above_1=int(((ho.mean_ratio - 2 * ho.se) > 1).sum()) if len(ho) else 0, rescore=rs, identity_cpu=ident,
                    dtype_check=dchk, dtype_verdict=dtype_verdict(dchk))
     write_json(out, "summary", summary)
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip() or None
     write_json(out, "config", dict(kind="weight_check", windows=[list(w) for w in WINDOWS], rescore=rs_src, identity=id_src, dtype_check=dt_src,
-               machine="CPU (the project's 2-core machine), from tables the nvidia-h200 device wrote (one NVIDIA H200, bf16"
+               machine="CPU (the project's 2-core machine), from tables the nvidia-h200 device wrote (one NVIDIA H200, " + " and ".join(summary["by_dtype"]) + " arms"
                        + ("; the dtype check: bf16 and fp32 side by side)" if dt_src else ")"),
                date=datetime.now(timezone.utc).isoformat(timespec="seconds"), commit=head,
                command="python scripts/campaign_weights.py PUBLISHED [--rescore RUNS/base/heldout_draws.parquet --n 160]", user_command=USER_COMMAND))
@@ -280,6 +291,10 @@ def main(argv=None):
         "so the only noise left is the sampling itself. The mean of p/q by length quartile rises in fp32 as well (`dtype_by_length.csv`): "
         "a proposal that has moved towards short programs has p/q below 1 on short draws and above 1 on long ones, so a rise with length "
         "is not by itself a sign of noise; only the overall mean is an identity.\n\n")
+    f32 = summary["by_dtype"].get("fp32")
+    fp32_md = "" if not f32 else (f". On the fp32 arms (`campaign_fp32_plan`), {f32['training_windows_above_1']} of {f32['training_windows']} training windows "
+                                  f"and {f32['heldout_above_1']} of {f32['heldout_checkpoints']} held-out checkpoints lie more than 2 SE above 1; "
+                                  "their IS quantities are in `campaign_fp32_eval`")
     (out / "README.md").write_text(f"""# Are the campaign's importance weights right? E_q[p/q] = 1, checked
 
 Built on CPU by `scripts/campaign_weights.py` from published tables only (the rescoring aside, see below). For draws from
@@ -288,7 +303,7 @@ carries noise that the sampler's distribution does not. Zero-mean noise e inflat
 and every importance-weighted number inherits it: Ẑ and the normaliser's intervals (`campaign_eb_intervals`), wacc's
 weights, ESS/M, PSIS k̂, the KL estimates. Step 1 is left out: there the adapter is zero and log p = log q exactly.
 
-**{len(above)} of {len(tr)} training windows** and **{summary['heldout_above_1']} of {len(ho)} held-out checkpoints** have a mean p/q more than 2 SE above 1.
+{chr(10).join(f"- **{dt} arms:** **{c['training_windows_above_1']} of {c['training_windows']} training windows** and **{c['heldout_above_1']} of {c['heldout_checkpoints']} held-out checkpoints** have a mean p/q more than 2 SE above 1." for dt, c in summary['by_dtype'].items())}
 
 {dt_md}
 ## Training draws (mean p/q ± SE; log p − log q: mean and sd)
@@ -321,8 +336,9 @@ about 0.03 nats a token). Noise of this size matches the inflation above{"; the 
 
 {id_md}What would fix it: one precision and one path for the density the draws come from and the density in the weight.
 For a 135M model that means sampling and scoring in fp32, where the check's tolerance is 1e-3 nats a token{" (measured above: it reads 1, at about 20% more time a step)" if dchk else ""}. Then this
-check should read 1 within its SE. Until the campaign's weighted arms are re-run in fp32, treat absolute IS quantities (Ẑ, log-Z bounds, KL, EB coverage) as biased
+check should read 1 within its SE{fp32_md}. Treat the bf16 arms' absolute IS quantities (Ẑ, log-Z bounds, KL, EB coverage) as biased
 upward by the factors above. Self-normalised ratios (wacc) partly cancel a common factor, but not a length-dependent one.
+
 """)
     print(json.dumps(summary, indent=1))
 

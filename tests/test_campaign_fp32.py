@@ -59,6 +59,7 @@ def test_report_keeps_the_fp32_evaluation_apart(fp32_runs, tmp_path):
     d = read_table(tmp_path / "campaign_fp32_eval", "draws")
     base = pd.read_parquet(runs / "base_fp32" / "heldout_draws.parquet")
     assert list(d[d.checkpoint == "base_fp32"].text_hash) == list(base.text_hash)    # the reference is base_fp32's own draws
+    assert set(read_table(tmp_path / "campaign_fp32_eval", "summary").query("checkpoint == 'base_fp32'").step) == {0}   # 'fp32' names no step
 
 
 def test_analysis_reads_the_fp32_side_against_base_fp32(fp32_runs, tmp_path, monkeypatch):
@@ -77,6 +78,9 @@ def test_analysis_reads_the_fp32_side_against_base_fp32(fp32_runs, tmp_path, mon
         be = read_json(tmp_path / f"campaign_breakeven_{arm}", "config")
         assert be["machine"].endswith(f"(one NVIDIA H200, {dt})"), be["machine"]
         assert read_json(tmp_path / f"campaign_breakeven_{arm}", "summary")["checkpoints"] == [f"{arm}-step-1", f"{arm}-step-2"]
+        ev, ref = ("campaign_fp32_eval", "base_fp32") if dt == "fp32" else ("campaign_eval", "base")
+        assert be["base_checkpoints"] == [ref] and be["source"]["rates"] == f"{ev}/draws.parquet (checkpoint {ref})"   # the README names them too
+        assert f"`{ev}`, checkpoint `{ref}`" in (tmp_path / f"campaign_breakeven_{arm}" / "README.md").read_text()
     z = read_json(tmp_path / "campaign_fp32_zbins", "config")
     assert z["arms"] == ["iguana_fp32"] and z["view"] == dict(ev="campaign_fp32_eval", ref="base_fp32", potential="no_error")
     assert read_json(tmp_path / "campaign_zbins", "config")["arms"] == ["iguana"]

@@ -44,6 +44,15 @@ def test_tables_read_training_runs_and_skip_references(tmp_path):
     assert h.what.tolist() == ["x-1"] and h.mean_ratio.iloc[0] == pytest.approx(1.5)  # the reference (log q = log p) is not a check
 
 
+def test_dtype_counts_split_bf16_and_fp32_arms():
+    # windows more than 2 SE above 1, counted apart for the arms named ARM_fp32; a dtype with no arm is left out
+    tr = pd.DataFrame(dict(arm=["iguana", "iguana", "iguana_fp32"], mean_ratio=[1.3, 1.05, 1.3], se=[0.1, 0.1, 0.1]))
+    ho = pd.DataFrame(dict(arm=["iguana_fp32"], mean_ratio=[1.0], se=[0.01]))
+    assert cw.dtype_counts(tr, ho) == dict(bf16=dict(training_windows=2, training_windows_above_1=1, heldout_checkpoints=0, heldout_above_1=0),
+                                           fp32=dict(training_windows=1, training_windows_above_1=1, heldout_checkpoints=1, heldout_above_1=0))
+    assert list(cw.dtype_counts(tr[:2], ho[:0])) == ["bf16"]
+
+
 def test_dtype_table_reads_each_dtype_run_from_step_2(tmp_path):
     # weight_check/<dtype>/iguana/{draws,log}.parquet (campaign_job.sh's arm weightcheck); step 1 and steps past 25 left out
     for dt, lp in (("bfloat16", np.log([4.0, 2.0, 1.0, 3.0])), ("float32", np.log([9.0, 1.0, 1.0, 9.0]))):

@@ -358,6 +358,9 @@ def test_rows_that_weigh_by_p_over_q_name_a_failed_weight_check(tmp_path):
     write_json(tmp_path / "campaign_weight_check", "summary", dict(training_windows=4, training_windows_above_1=3,
                dtype_verdict="bf16 inflates p/q and fp32 reads 1: the IS-weighted numbers need fp32 re-runs"))
     assert row(tmp_path, 5)["decides"].endswith("training windows (campaign_weight_check); bf16 is the cause (fp32 reads 1): this number needs an fp32 re-run")
+    write_json(tmp_path / "campaign_weight_check", "summary", dict(training_windows=6, training_windows_above_1=3,
+               by_dtype=dict(bf16=dict(training_windows=4, training_windows_above_1=3), fp32=dict(training_windows=2, training_windows_above_1=0))))
+    assert "fail E_q[p/q] = 1 in 3 of 4 training windows" in row(tmp_path, 5)["decides"]   # split by dtype: the bf16 arms' count
     write_json(tmp_path / "campaign_weight_check", "summary", dict(training_windows=4, training_windows_above_1=0))
     assert "weights fail" not in row(tmp_path, 5)["decides"]                      # a check that passed says nothing
     assert "weights fail" not in row(tmp_path, 5, F.JOB)["decides"]               # the CPU job's sources name no check

@@ -403,9 +403,10 @@ def weight_caveat(root, src:Sources)->str:
     "A note for the rows that weigh by p/q when the weight check (E_q[p/q] = 1 on the runs' draws) failed; '' when it passed or never ran."
     f = run_folder(root, src.weights)
     s = read_json(f, "summary") if f is not None else None
-    if not s or not s.get("training_windows_above_1"): return ""
+    n = s and ((s.get("by_dtype") or {}).get("bf16") or s)     # the bf16 arms' counts where the check splits them by dtype
+    if not n or not n.get("training_windows_above_1"): return ""
     cause = (s.get("dtype_verdict") or "").startswith("bf16")      # the H200 check: bf16 inflates p/q, fp32 reads 1
-    return (f"read with care: the weights fail E_q[p/q] = 1 in {s['training_windows_above_1']} of {s['training_windows']} training windows "
+    return (f"read with care: the weights fail E_q[p/q] = 1 in {n['training_windows_above_1']} of {n['training_windows']} training windows "
             f"({f.name})" + ("; bf16 is the cause (fp32 reads 1): this number needs an fp32 re-run" if cause else ""))
 
 def _decides(c:Call, unit:str)->str:
