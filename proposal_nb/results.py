@@ -167,7 +167,7 @@ def run_tables(folder:Path|str, # a run folder
     return out
 
 # %% ../nbs/05_results.ipynb #c016
-_TRAILING_STEP = re.compile(r"^(?:(.*?)[-_@:.])??(?:step|ckpt|checkpoint)?[-_]?(\d+)$")   # the number after a marker or a separator
+_TRAILING_STEP = re.compile(r"^(?:(.*?)[-_@:.])??(?:step|ckpt|checkpoint|s)?[-_]?(\d+)$")   # the number after a marker (s: step) or a separator
 _INNER_STEP = re.compile(r"(?:^|[-_@:.])(?:step|ckpt|checkpoint)[-_]?\d+(\D.*)$")   # a step marker with a tail after it
 
 def checkpoint_parts(name, # a checkpoint name (or a checkpoint folder's name, e.g. step-40)
