@@ -32,7 +32,10 @@ def main(run_dir, estimator="iguana", steps=4):
     if "WORLD_SIZE" in os.environ:
         from proposal_nb.lm.distributed import DistributedOnlineRun, init_from_env
         init_from_env()
-        DistributedOnlineRun(model, tok, tasks, has_a, cfg, run_dir, strategy=env("STRATEGY", "ddp")).train(progress=False)
+        run = DistributedOnlineRun(model, tok, tasks, has_a, cfg, run_dir, strategy=env("STRATEGY", "ddp"))
+        run.train(progress=False)
+        torch.distributed.barrier()      # every rank done before any tears down (a rank once aborted in teardown: gloo's
+        del run                          # "terminate called without an active exception"); DDP's reducer goes before the group
         torch.distributed.destroy_process_group()
     else:
         OnlineRun(model.to(env("DEVICE", "cpu")), tok, tasks, has_a, cfg, run_dir).train(progress=False)
