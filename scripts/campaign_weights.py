@@ -191,6 +191,35 @@ def dtype_chart(windows:pd.DataFrame):
             + base.mark_point(filled=True, size=60).encode(y="mean_ratio:Q", tooltip=["dtype", "window", "n", "mean_ratio", "se", "sd_log"]) + one
            ).properties(width=380, height=260, title="The same iguana steps in bf16 and in fp32: E_q[p/q] = 1 holds only in fp32")
 
+def twin_table(root:Path)->pd.DataFrame:
+    "Each fp32 arm beside its bf16 twin, per held-out step: ESS/M and KL(π‖q) with their CIs, and the reference at step 0."
+    ev = {"bf16": root / "campaign_eval", "fp32": root / "campaign_fp32_eval"}
+    if not all((f / "summary.csv").exists() and (f / "report_card.csv").exists() for f in ev.values()): return pd.DataFrame()
+    parts = []
+    for dt, f in ev.items():
+        s = pd.read_csv(f / "summary.csv").query("metric == 'ess_per_m'")[["checkpoint", "arm", "step", "estimate", "lo", "hi"]]
+        k = pd.read_csv(f / "report_card.csv")[["checkpoint", "kl", "kl_lo", "kl_hi"]]
+        parts.append(s.rename(columns=dict(estimate="ess_per_m", lo="ess_lo", hi="ess_hi")).merge(k, on="checkpoint").assign(dtype=dt))
+    t = pd.concat(parts, ignore_index=True).assign(twin=lambda d: d.arm.str.removesuffix("_fp32"))
+    fp = set(t[(t.dtype == "fp32") & (t.step > 0)].twin)
+    ref = t[t.step == 0]                                              # base and base_fp32: every twin's step 0
+    arms = t[t.twin.isin(fp) & (t.step > 0)]
+    return pd.concat([arms] + [ref.assign(twin=a) for a in sorted(fp)], ignore_index=True).sort_values(["twin", "dtype", "step"], ignore_index=True)
+
+def twin_chart(t:pd.DataFrame):
+    "ESS/M and KL(π‖q) (95% CIs) by held-out step, each fp32 arm against its bf16 twin: what exact weights change in the evaluation."
+    import altair as alt
+    d = t.assign(at=lambda x: x.step.astype(str))
+    order = [str(v) for v in sorted(d.step.unique())]
+    def panel(x, y, lo, hi, title):
+        b = alt.Chart(x).encode(x=alt.X("at:N", sort=order, title="held-out checkpoint (training step; 0 = base)", axis=alt.Axis(labelAngle=0)),
+                                color=alt.Color("dtype:N", title="model dtype"), xOffset="dtype:N")
+        return (b.mark_errorbar().encode(y=alt.Y(f"{lo}:Q", title=title, scale=alt.Scale(zero=False)), y2=f"{hi}:Q")
+                + b.mark_point(filled=True, size=50).encode(y=f"{y}:Q", tooltip=["dtype", "checkpoint", y, lo, hi])).properties(width=220, height=200)
+    rows = [alt.hconcat(panel(x, "ess_per_m", "ess_lo", "ess_hi", f"{a}: ESS/M"), panel(x, "kl", "kl_lo", "kl_hi", f"{a}: KL(π‖q), nats"))
+            for a, x in d.groupby("twin", sort=True)]
+    return alt.vconcat(*rows).properties(title="Exact weights (fp32) against bf16: the same arm's ESS/M and KL(π‖q) on 25 held-out prompts")
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("published", type=Path)
@@ -209,6 +238,16 @@ def main(argv=None):
     pd.concat([tr, ho], ignore_index=True).to_csv(out / "ratios.csv", index=False)
     ln.to_csv(out / "by_length.csv", index=False)
     save_chart(chart(ln), out, "by_length")
+    tw = twin_table(a.published)
+    if len(tw): tw.to_csv(out / "twins.csv", index=False); save_chart(twin_chart(tw), out, "twins")
+    tw_md = "" if not len(tw) else (
+        "## What exact weights change in the evaluation\n"
+        "Each fp32 arm beside its bf16 twin at the same held-out checkpoints (`twins.csv`, chart `twins.svg`; ESS/M from "
+        "`summary.csv`, KL(π‖q) from `report_card.csv` of `campaign_eval` and `campaign_fp32_eval`; step 0 is each side's own base draws):\n\n"
+        "| arm | dtype | ESS/M by step | KL(π‖q) by step, nats |\n|---|---|---|---|\n"
+        + "\n".join(f"| {a} | {dt} | " + ", ".join(f"{r.step}: {r.ess_per_m:.2f}" for r in g.itertuples()) + " | "
+                    + ", ".join(f"{r.step}: {r.kl:.2f}" for r in g.itertuples()) + " |" for (a, dt), g in tw.groupby(["twin", "dtype"], sort=True))
+        + "\n\nThe paired CIs are in the evaluations' `paired.csv`; each base is a fresh set of draws, so the two step-0 values differ by sampling.\n\n")
     old = read_json(out, "config") or {}
     if a.rescore is not None:
         rescore(a.rescore, a.n, a.seed).to_csv(out / "rescore.csv", index=False)
@@ -305,8 +344,7 @@ weights, ESS/M, PSIS k̂, the KL estimates. Step 1 is left out: there the adapte
 
 {chr(10).join(f"- **{dt} arms:** **{c['training_windows_above_1']} of {c['training_windows']} training windows** and **{c['heldout_above_1']} of {c['heldout_checkpoints']} held-out checkpoints** have a mean p/q more than 2 SE above 1." for dt, c in summary['by_dtype'].items())}
 
-{dt_md}
-## Training draws (mean p/q ± SE; log p − log q: mean and sd)
+{dt_md}{tw_md}## Training draws (mean p/q ± SE; log p − log q: mean and sd)
 
 | arm | steps | draws | mean p/q | mean log | sd log |
 |---|---|---|---|---|---|

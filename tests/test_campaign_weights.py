@@ -53,6 +53,23 @@ def test_dtype_counts_split_bf16_and_fp32_arms():
     assert list(cw.dtype_counts(tr[:2], ho[:0])) == ["bf16"]
 
 
+def test_twin_table_pairs_each_fp32_arm_with_its_bf16_twin(tmp_path):
+    # campaign_eval (base, iguana, msc) and campaign_fp32_eval (base_fp32, iguana_fp32): only iguana has a twin; each side's
+    # base is its step 0; ESS/M from summary.csv, KL from report_card.csv, CIs kept
+    def ev(name, rows):
+        (tmp_path / name).mkdir()
+        pd.DataFrame([dict(checkpoint=c, arm=a, step=st, metric="ess_per_m", estimate=e, lo=e - 0.1, hi=e + 0.1) for c, a, st, e, _ in rows]
+                     ).to_csv(tmp_path / name / "summary.csv", index=False)
+        pd.DataFrame([dict(checkpoint=c, kl=k, kl_lo=k - 0.2, kl_hi=k + 0.2) for c, _, _, _, k in rows]).to_csv(tmp_path / name / "report_card.csv", index=False)
+    assert cw.twin_table(tmp_path).empty                                              # no evaluations: nothing
+    ev("campaign_eval", [("base", "base", 0, 0.5, 0.8), ("iguana-step-4", "iguana", 4, 0.4, 0.9), ("msc-step-4", "msc", 4, 0.3, 1.0)])
+    ev("campaign_fp32_eval", [("base_fp32", "base_fp32", 0, 0.5, 0.7), ("iguana_fp32-step-4", "iguana_fp32", 4, 0.6, 0.5)])
+    t = cw.twin_table(tmp_path)
+    assert set(t.twin) == {"iguana"} and t.checkpoint.tolist() == ["base", "iguana-step-4", "base_fp32", "iguana_fp32-step-4"]
+    assert t.dtype.tolist() == ["bf16", "bf16", "fp32", "fp32"] and t.kl.tolist() == [0.8, 0.9, 0.7, 0.5] and t.ess_hi.tolist() == pytest.approx([0.6, 0.5, 0.6, 0.7])
+    assert cw.twin_chart(t).to_dict()["vconcat"]                                     # one row of panels per twin
+
+
 def test_dtype_table_reads_each_dtype_run_from_step_2(tmp_path):
     # weight_check/<dtype>/iguana/{draws,log}.parquet (campaign_job.sh's arm weightcheck); step 1 and steps past 25 left out
     for dt, lp in (("bfloat16", np.log([4.0, 2.0, 1.0, 3.0])), ("float32", np.log([9.0, 1.0, 1.0, 9.0]))):
