@@ -516,8 +516,8 @@ def report(runs:Path, out:Path, n_boot:int=2000):
                                                                             user_command=STRICT_COMMAND if arm in STRICT_ARMS else FP32_COMMAND
                                                                             if arm in FP32_ARMS else USER_COMMAND,
                                                                             dtype="fp32" if arm in FP32_ARMS else "bf16")))
-    strict_side, fp32_side = {*STRICT_ARMS, "base_strict"}, {*FP32_ARMS, "base_fp32"}
-    main = {a: js for a, js in ledgers.items() if a not in strict_side | fp32_side}
+    strict_side = {*STRICT_ARMS, "base_strict"}
+    main = {a: js for a, js in ledgers.items() if a not in strict_side and not a.endswith("_fp32")}   # the card's fp32 side too
     e = write_heldout(out / "campaign_eval", *heldout_tables(runs), n_boot,
                       dict(campaign=plan_doc, gpu_minutes={a: minutes[a] for a in main}, jobs=main), provenance(main))
     if (runs / "base_strict" / "heldout_draws.parquet").exists():
@@ -526,7 +526,7 @@ def report(runs:Path, out:Path, n_boot:int=2000):
                       dict(potentials=dict(valid=STRICT["potential"], correct="correctness"), strict=strict_design(),
                            gpu_minutes={a: minutes[a] for a in side}, jobs=side), provenance(side, user_command=STRICT_COMMAND))
     if (runs / "base_fp32" / "heldout_draws.parquet").exists():   # the fp32 arms against base_fp32: their own folder, never mixed
-        side = {a: js for a, js in ledgers.items() if a in fp32_side}
+        side = {a: js for a, js in ledgers.items() if a.endswith("_fp32")}   # every fp32 job's minutes, the card's re-evaluation too
         write_heldout(out / "campaign_fp32_eval", *heldout_tables(runs, "base_fp32", list(FP32_ARMS)), n_boot,
                       dict(dtype="float32", gpu_minutes={a: minutes[a] for a in side}, jobs=side),
                       provenance(side, user_command=FP32_COMMAND, dtype="fp32"))
