@@ -339,7 +339,7 @@ def job_findings(results:str|Path, # the job's results folder
                 )->object: # a DataFrame (analysis.findings.COLUMNS), one row per finding in JOB_FINDINGS
     "The findings table of the job's own run folders (eval, iguana, msc, breakeven_iguana), by the published table's rules."
     from proposal_nb.analysis.findings import findings_table, JOB
-    return findings_table(results, JOB, exact=None, which=JOB_FINDINGS, n_boot=n_boot)   # the job's own arms, never the published fp32 ones
+    return findings_table(results, JOB, which=JOB_FINDINGS, n_boot=n_boot)   # JOB names no exact sources: the job's own arms only
 
 def findings_lines(table, # from job_findings
                    width:int=160, # longest console line

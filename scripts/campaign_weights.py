@@ -289,10 +289,9 @@ def main(argv=None):
         t = pd.read_csv(out / "identity.csv")
         ident = {dt: {k: round(v, 4) for k, v in ratio_stats(g).items()} | dict(sampler_gap_sd=round(float((g.logq_sampler - g.logq).std(ddof=1)), 4))
                  for dt, g in t.groupby("dtype", sort=False)}
-    above = tr[(tr.mean_ratio - 2 * tr.se) > 1]
-    summary = dict(training_windows=len(tr), training_windows_above_1=len(above), heldout_checkpoints=len(ho), by_dtype=dtype_counts(tr, ho),
-                   heldout_above_1=int(((ho.mean_ratio - 2 * ho.se) > 1).sum()) if len(ho) else 0, rescore=rs, identity_cpu=ident,
-                   dtype_check=dchk, dtype_verdict=dtype_verdict(dchk))
+    by = dtype_counts(tr, ho)
+    summary = dict({k: sum(c[k] for c in by.values()) for k in ("training_windows", "training_windows_above_1", "heldout_checkpoints", "heldout_above_1")},
+                   by_dtype=by, rescore=rs, identity_cpu=ident, dtype_check=dchk, dtype_verdict=dtype_verdict(dchk))
     write_json(out, "summary", summary)
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip() or None
     write_json(out, "config", dict(kind="weight_check", windows=[list(w) for w in WINDOWS], rescore=rs_src, identity=id_src, dtype_check=dt_src,

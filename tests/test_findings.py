@@ -343,7 +343,7 @@ def test_rows_that_weigh_by_p_over_q_read_the_fp32_arms_first(tmp_path):
     assert r["project"].startswith("iguana_fp32-step-250: wacc") and "Δ wacc vs base_fp32" in r["project"], r
     assert r["decides"].endswith("read on the fp32 arms (campaign_fp32_plan)") and "weights fail" not in r["decides"] and r["source"] == "campaign_fp32_eval"
     assert row(tmp_path, 1)["project"].startswith("iguana-step-250 − base"), row(tmp_path, 1)
-    assert F.findings_table(tmp_path, exact=None, which=[5], n_boot=N_BOOT).iloc[0].project.startswith("iguana-step-250")   # exact=None: never
+    assert F.findings_table(tmp_path, F.PUBLISHED._replace(exact=None), which=[5], n_boot=N_BOOT).iloc[0].project.startswith("iguana-step-250")   # no exact sources: never
 
 
 def test_rows_that_weigh_by_p_over_q_name_a_failed_weight_check(tmp_path):

@@ -14,7 +14,7 @@ from .evaluation import bootstrap_counts, bootstrap_means, percentile_ci, prompt
 from .finding_rules import *
 
 # %% auto #0
-__all__ = ['PUBLISHED', 'JOB', 'FP32', 'FINDINGS', 'COLUMNS', 'Sources', 'run_folder', 'EvalTables', 'eval_tables',
+__all__ = ['FP32', 'PUBLISHED', 'JOB', 'FINDINGS', 'COLUMNS', 'Sources', 'run_folder', 'EvalTables', 'eval_tables',
            'last_checkpoint', 'paired_interval', 'ratio_change', 'Row', 'Missing', 'find_validity', 'find_coverage',
            'zx_rates', 'training_change', 'mean_interval', 'find_anchor', 'normalizer_config', 'replay_zhat',
            'find_guards', 'find_skyline', 'find_batching', 'batching_outcome', 'find_prior', 'find_breakeven',
@@ -34,11 +34,12 @@ class Sources(NamedTuple):
     card_base: str = "base_card"                                             # (7) the card sampler's own draws
     weights: tuple = ("campaign_weight_check",)                              # the check E_q[p/q] = 1 (rows that weigh by p/q)
     suffix: str = ""                                                         # the arms' names in these tables: PRIMARY_ARM + suffix
+    exact: object = None                                                     # Sources of arms with exact weights, read first by rows that weigh by p/q
 
-PUBLISHED = Sources()                                                        # the published findings table
-JOB = Sources(eval=("eval",), train=("{arm}",), zx=("z",), breakeven=("breakeven_{arm}",), calibration=(), card_eval=(), weights=())  # the CPU main job
 FP32 = Sources(eval=("campaign_fp32_eval",), train=("campaign_{arm}_fp32",), breakeven=("campaign_breakeven_{arm}_fp32",), calibration=(),
-               card_eval=("campaign_card_fp32_eval",), weights=(), base="base_fp32", card_base="base_card_fp32", suffix="_fp32")   # the fp32 arms (campaign_fp32_plan): exact weights, for rows that weigh by p/q
+               card_eval=("campaign_card_fp32_eval",), weights=(), base="base_fp32", card_base="base_card_fp32", suffix="_fp32")   # the fp32 arms (campaign_fp32_plan): exact weights
+PUBLISHED = Sources(exact=FP32)                                              # the published findings table: weighted rows read the fp32 arms first
+JOB = Sources(eval=("eval",), train=("{arm}",), zx=("z",), breakeven=("breakeven_{arm}",), calibration=(), card_eval=(), weights=())  # the CPU main job
 
 def run_folder(root:Path|str, # the folder of run folders
                names:Sequence[str], # candidate folder names, `{arm}` allowed
@@ -415,8 +416,7 @@ def _decides(c:Call, unit:str)->str:
     return "; ".join(x for x in (size, c.note) if x)
 
 def findings_table(root:Path|str|None=None, # folder of run folders (default: results.published_root())
-                   sources:Sources=PUBLISHED, # the run folders each finding reads
-                   exact:Sources|None=FP32, # where rows that weigh by p/q read first (arms whose weights are exact); None: never
+                   sources:Sources=PUBLISHED, # the run folders each finding reads (rows that weigh by p/q read `sources.exact` first)
                    which:Sequence[int]|None=None, # finding numbers 1..9 (default: all)
                    n_boot:int=2000, # bootstrap resamples of the CIs computed here
                    seed:int=0, # their seed
@@ -429,7 +429,7 @@ def findings_table(root:Path|str|None=None, # folder of run folders (default: re
     rows, caveat = [], weight_caveat(root, sources)
     for i in which:
         f = FINDINGS[i - 1]
-        x = f.reader(root, exact, n_boot=n_boot, seed=seed) if f.weighted and exact is not None else None
+        x = f.reader(root, sources.exact, n_boot=n_boot, seed=seed) if f.weighted and sources.exact is not None else None
         r = x if isinstance(x, Row) else f.reader(root, sources, n_boot=n_boot, seed=seed)
         if isinstance(r, Missing): rows.append([i, f.title, "", f.published, NOT_RUN, f"needs {r.needs}", ""]); continue
         d = _decides(r.call, r.unit)
