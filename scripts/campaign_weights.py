@@ -94,6 +94,30 @@ def dtype_counts(tr:pd.DataFrame, # training_table
         if len(t) or len(h): out[dt] = dict(training_windows=len(t), training_windows_above_1=above(t), heldout_checkpoints=len(h), heldout_above_1=above(h))
     return out
 
+P_ABOVE_2SE = 0.5 * math.erfc(2 / math.sqrt(2))   # one check's chance of lying more than 2 SE above 1 when the weights are exact (normal mean)
+
+def chance_above(n:int, # checks (windows and checkpoints)
+                 k:int, # how many lie more than 2 SE above 1
+                )->float: # P(at least k of n), exact weights, independent checks
+    "How often exact weights would put at least k of n independent checks more than 2 SE above 1 (binomial tail)."
+    return float(sum(math.comb(n, i) * P_ABOVE_2SE**i * (1 - P_ABOVE_2SE)**(n - i) for i in range(k, n + 1)))
+
+def above_names(tr:pd.DataFrame, ho:pd.DataFrame, dtype:str)->list[str]:
+    "The windows and checkpoints of one dtype's arms that lie more than 2 SE above 1, as 'what: mean ± se'."
+    t = pd.concat([tr, ho], ignore_index=True)
+    if t.empty: return []
+    t = t[(t.arm.str.endswith("_fp32") == (dtype == "fp32")) & ((t.mean_ratio - 2 * t.se) > 1)]
+    return [f"{r.what if r.what.startswith(r.arm) else f'{r.arm} {r.what}'}: {r.mean_ratio:.3f} ± {r.se:.3f}" for r in t.itertuples()]
+
+def _named(tr, ho, dt)->str:
+    names = above_names(tr, ho, dt)
+    return f" ({'; '.join(names)})" if 0 < len(names) <= 3 else ""
+
+def _chance(c:dict)->str:
+    n, k = c["training_windows"] + c["heldout_checkpoints"], c["training_windows_above_1"] + c["heldout_above_1"]
+    p = chance_above(n, k)
+    return f"With exact weights, P(at least {k} of {n} by chance) " + (f"= {p:.2f}." if p >= 1e-3 else f"= {p:.0e}." if p >= 1e-12 else "< 1e-12.")
+
 def length_table(root:Path, bins:int=5)->pd.DataFrame:
     "Per online arm: ratio_stats of its training draws (step ≥ 2) by completion-length quintile."
     rows = []
@@ -341,7 +365,10 @@ carries noise that the sampler's distribution does not. Zero-mean noise e inflat
 and every importance-weighted number inherits it: Ẑ and the normaliser's intervals (`campaign_eb_intervals`), wacc's
 weights, ESS/M, PSIS k̂, the KL estimates. Step 1 is left out: there the adapter is zero and log p = log q exactly.
 
-{chr(10).join(f"- **{dt} arms:** **{c['training_windows_above_1']} of {c['training_windows']} training windows** and **{c['heldout_above_1']} of {c['heldout_checkpoints']} held-out checkpoints** have a mean p/q more than 2 SE above 1." for dt, c in summary['by_dtype'].items())}
+{chr(10).join(f"- **{dt} arms:** **{c['training_windows_above_1']} of {c['training_windows']} training windows** and **{c['heldout_above_1']} of {c['heldout_checkpoints']} held-out checkpoints** have a mean p/q more than 2 SE above 1{_named(tr, ho, dt)}. {_chance(c)}" for dt, c in summary['by_dtype'].items())}
+
+A check lies more than 2 SE above 1 by chance with probability {P_ABOVE_2SE:.3f} when the weights are exact. The chances above treat the checks
+as independent and each mean as normal (with p/q skewed right, a mean more than 2 SE above 1 is, if anything, rarer than that).
 
 {dt_md}{tw_md}## Training draws (mean p/q ± SE; log p − log q: mean and sd)
 

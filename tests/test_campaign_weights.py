@@ -141,3 +141,17 @@ def test_dtype_chart_shows_each_window_and_the_rule_at_one():
     assert sorted({r["steps"] for r in rows}) == ["steps 17-25", "steps 2-8", "steps 9-16"] and len(rows) == 6   # the whole run is left out
     assert [r["lo"] for r in rows if r["dtype"] == "float32"] == pytest.approx([0.98] * 3)                            # mean − 2 SE
     assert any(r.get("y") == 1.0 for d in spec["datasets"].values() for r in d)                                    # the identity's rule
+
+
+def test_chance_above_is_the_binomial_tail_of_a_2se_exceedance():
+    # one check exceeds 2 SE with P = 1 - Phi(2) = 0.02275 (exact weights); P(at least 1 of 28) = 1 - (1 - P)^28, P(at least 0) = 1
+    assert cw.P_ABOVE_2SE == pytest.approx(0.0227501, abs=1e-7)
+    assert cw.chance_above(28, 1) == pytest.approx(1 - (1 - cw.P_ABOVE_2SE) ** 28, rel=1e-12)
+    assert cw.chance_above(5, 0) == pytest.approx(1.0) and cw.chance_above(2, 2) == pytest.approx(cw.P_ABOVE_2SE ** 2)
+
+
+def test_above_names_lists_one_dtypes_windows_above_2se():
+    tr = pd.DataFrame(dict(arm=["msc", "msc_fp32"], what=["steps 2-25", "steps 2-25"], mean_ratio=[1.3, 1.01], se=[0.1, 0.01]))
+    ho = pd.DataFrame(dict(arm=["msc_fp32"], what=["msc_fp32-step-250"], mean_ratio=[1.165], se=[0.069]))
+    assert cw.above_names(tr, ho, "fp32") == ["msc_fp32-step-250: 1.165 ± 0.069"]   # 1.01 - 2 x 0.01 < 1: not above
+    assert cw.above_names(tr, ho, "bf16") == ["msc steps 2-25: 1.300 ± 0.100"]
