@@ -235,10 +235,11 @@ def twin_chart(t:pd.DataFrame):
     import altair as alt
     d = t.assign(at=lambda x: x.step.astype(str))
     order = [str(v) for v in sorted(d.step.unique())]
-    def panel(x, y, lo, hi, title):
+    def panel(x, y, lo, hi, title):   # one y range per metric, shared by every arm's row, so the arms compare by eye
+        dom = [float(d[lo].min()), float(d[hi].max())]
         b = alt.Chart(x).encode(x=alt.X("at:N", sort=order, title="held-out checkpoint (training step; 0 = base)", axis=alt.Axis(labelAngle=0)),
                                 color=alt.Color("dtype:N", title="model dtype"), xOffset="dtype:N")
-        return (b.mark_errorbar().encode(y=alt.Y(f"{lo}:Q", title=title, scale=alt.Scale(zero=False)), y2=f"{hi}:Q")
+        return (b.mark_errorbar().encode(y=alt.Y(f"{lo}:Q", title=title, scale=alt.Scale(domain=dom, zero=False)), y2=f"{hi}:Q")
                 + b.mark_point(filled=True, size=50).encode(y=f"{y}:Q", tooltip=["dtype", "checkpoint", y, lo, hi])).properties(width=220, height=200)
     rows = [alt.hconcat(panel(x, "ess_per_m", "ess_lo", "ess_hi", f"{a}: ESS/M"), panel(x, "kl", "kl_lo", "kl_hi", f"{a}: KL(π‖q), nats"))
             for a, x in d.groupby("twin", sort=True)]

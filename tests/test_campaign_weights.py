@@ -67,7 +67,10 @@ def test_twin_table_pairs_each_fp32_arm_with_its_bf16_twin(tmp_path):
     t = cw.twin_table(tmp_path)
     assert set(t.twin) == {"iguana"} and t.checkpoint.tolist() == ["base", "iguana-step-4", "base_fp32", "iguana_fp32-step-4"]
     assert t.dtype.tolist() == ["bf16", "bf16", "fp32", "fp32"] and t.kl.tolist() == [0.8, 0.9, 0.7, 0.5] and t.ess_hi.tolist() == pytest.approx([0.6, 0.5, 0.6, 0.7])
-    assert cw.twin_chart(t).to_dict()["vconcat"]                                     # one row of panels per twin
+    spec = cw.twin_chart(pd.concat([t, t.assign(twin="msc", ess_lo=t.ess_lo - 0.2)])).to_dict()
+    assert len(spec["vconcat"]) == 2                                                  # one row of panels per twin
+    doms = [r["hconcat"][0]["layer"][0]["encoding"]["y"]["scale"]["domain"] for r in spec["vconcat"]]
+    assert doms[0] == doms[1] == pytest.approx([0.1, 0.7])                          # ESS/M: one range for every row, from all CIs
 
 
 def test_dtype_table_reads_each_dtype_run_from_step_2(tmp_path):
