@@ -16,6 +16,7 @@ import argparse, json, math, subprocess
 from datetime import datetime, timezone
 from pathlib import Path
 import numpy as np, pandas as pd
+from scipy.stats import binom, norm
 
 ROOT = Path(__file__).resolve().parents[1]
 WINDOWS = ((2, 25), (26, 100), (101, 250), (251, 10_000))   # training steps (step 1: p = q exactly)
@@ -83,30 +84,33 @@ def heldout_table(root:Path)->pd.DataFrame:
             if not np.allclose(x.logp, x.logq): rows.append(dict(arm=arm, split=f"heldout ({ev})", what=ck, **ratio_stats(x)))
     return pd.DataFrame(rows)
 
+def _above(t:pd.DataFrame)->pd.Series: return (t.mean_ratio - 2 * t.se) > 1     # a check's mean p/q more than 2 SE above 1
+def _of_dtype(t:pd.DataFrame, dt:str)->pd.DataFrame: return t[t.arm.str.endswith("_fp32") == (dt == "fp32")] if len(t) else t   # bf16 or fp32 arms
+
 def dtype_counts(tr:pd.DataFrame, # training_table
                  ho:pd.DataFrame, # heldout_table
                 )->dict: # {"bf16"|"fp32": training windows and held-out checkpoints, and how many lie more than 2 SE above 1}
     "The check's counts apart for the bf16 arms and the fp32 arms (ARM_fp32); a dtype with no arm is left out."
-    above = lambda t: int(((t.mean_ratio - 2 * t.se) > 1).sum()) if len(t) else 0
+    above = lambda t: int(_above(t).sum()) if len(t) else 0
     out = {}
     for dt in ("bf16", "fp32"):
-        t, h = (x[x.arm.str.endswith("_fp32") == (dt == "fp32")] if len(x) else x for x in (tr, ho))
+        t, h = _of_dtype(tr, dt), _of_dtype(ho, dt)
         if len(t) or len(h): out[dt] = dict(training_windows=len(t), training_windows_above_1=above(t), heldout_checkpoints=len(h), heldout_above_1=above(h))
     return out
 
-P_ABOVE_2SE = 0.5 * math.erfc(2 / math.sqrt(2))   # one check's chance of lying more than 2 SE above 1 when the weights are exact (normal mean)
+P_ABOVE_2SE = float(norm.sf(2))   # one check's chance of lying more than 2 SE above 1 when the weights are exact (normal mean)
 
 def chance_above(n:int, # checks (windows and checkpoints)
                  k:int, # how many lie more than 2 SE above 1
                 )->float: # P(at least k of n), exact weights, independent checks
     "How often exact weights would put at least k of n independent checks more than 2 SE above 1 (binomial tail)."
-    return float(sum(math.comb(n, i) * P_ABOVE_2SE**i * (1 - P_ABOVE_2SE)**(n - i) for i in range(k, n + 1)))
+    return float(binom.sf(k - 1, n, P_ABOVE_2SE))
 
 def above_names(tr:pd.DataFrame, ho:pd.DataFrame, dtype:str)->list[str]:
     "The windows and checkpoints of one dtype's arms that lie more than 2 SE above 1, as 'what: mean ± se'."
-    t = pd.concat([tr, ho], ignore_index=True)
+    t = _of_dtype(pd.concat([tr, ho], ignore_index=True), dtype)
     if t.empty: return []
-    t = t[(t.arm.str.endswith("_fp32") == (dtype == "fp32")) & ((t.mean_ratio - 2 * t.se) > 1)]
+    t = t[_above(t)]
     return [f"{r.what if r.what.startswith(r.arm) else f'{r.arm} {r.what}'}: {r.mean_ratio:.3f} ± {r.se:.3f}" for r in t.itertuples()]
 
 def _named(tr, ho, dt)->str:

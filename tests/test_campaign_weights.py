@@ -158,3 +158,5 @@ def test_above_names_lists_one_dtypes_windows_above_2se():
     ho = pd.DataFrame(dict(arm=["msc_fp32"], what=["msc_fp32-step-250"], mean_ratio=[1.165], se=[0.069]))
     assert cw.above_names(tr, ho, "fp32") == ["msc_fp32-step-250: 1.165 ± 0.069"]   # 1.01 - 2 x 0.01 < 1: not above
     assert cw.above_names(tr, ho, "bf16") == ["msc steps 2-25: 1.300 ± 0.100"]
+    edge = pd.DataFrame(dict(arm=["rb_msc_fp32"] * 2, what=["steps 2-25", "steps 26-100"], mean_ratio=[1.19, 1.21], se=[0.1, 0.1]))
+    assert cw.above_names(edge, ho[:0], "fp32") == ["rb_msc_fp32 steps 26-100: 1.210 ± 0.100"]   # 1.9 SE is not above, 2.1 SE is
