@@ -7,7 +7,8 @@ set (a completion that stops, or its first max_new_tokens tokens), full support 
 as the run scored them (bf16 on the GPU). The mean of p/q over a run's draws, with its standard error, should therefore
 sit at 1; a mean above 1 says the scored ratio carries noise that the sampler did not. By Jensen, zero-mean noise e in
 log(p/q) inflates the mean by about exp(var(e) / 2). Step 1 is left out: there the adapter is zero, so log p = log q
-exactly, whatever the precision.
+exactly, whatever the precision. The reverse identity, E_p[q/p] = 1, is checked on the reference's draws (y ~ p) as each
+evaluation scored them under every checkpoint (prior.parquet): the same adapter, other draws.
 
 With --rescore, n base draws (with token ids; the published tables have none) are rescored on this CPU in fp32 and in
 bf16, so the size of bf16's per-sequence error in log p is measured directly. The rescoring is stored in the folder,
@@ -73,16 +74,30 @@ def dtype_table(draws:pd.DataFrame, # dtype_draws
                          gap_per_token=float(w.gap.mean()) if "gap" in w else math.nan))
     return pd.DataFrame(rows)
 
-def heldout_table(root:Path)->pd.DataFrame:
-    "Per held-out checkpoint of the campaign's evaluations (the references excluded: their log q is log p): ratio_stats."
+EVALS = ("campaign_eval", "campaign_strict_eval", "campaign_fp32_eval")   # the held-out evaluations against base's (or base_fp32's) own draws
+
+def _eval_table(root:Path, table:str, split:str, swap:bool=False)->pd.DataFrame:
+    "Per checkpoint of each evaluation's `table`: ratio_stats of p/q (swap: of q/p); the reference (log q = log p) is not a check."
     rows = []
-    for ev in ("campaign_eval", "campaign_strict_eval", "campaign_fp32_eval"):
-        f = root / ev / "draws.parquet"
+    for ev in EVALS:
+        f = root / ev / table
         if not f.exists(): continue
-        d = pd.read_parquet(f, columns=["checkpoint", "arm", "logp", "logq"])
-        for (ck, arm), x in d.groupby(["checkpoint", "arm"], sort=False):
-            if not np.allclose(x.logp, x.logq): rows.append(dict(arm=arm, split=f"heldout ({ev})", what=ck, **ratio_stats(x)))
+        d = pd.read_parquet(f, columns=["checkpoint", "logp", "logq"])
+        arm = pd.read_parquet(root / ev / "draws.parquet", columns=["checkpoint", "arm"]).drop_duplicates("checkpoint").set_index("checkpoint").arm
+        for ck, x in d.groupby("checkpoint", sort=False):
+            if np.allclose(x.logp, x.logq): continue
+            rows.append(dict(arm=arm.get(ck), split=f"{split} ({ev})", what=ck,
+                             **ratio_stats(x.rename(columns=dict(logp="logq", logq="logp")) if swap else x)))
     return pd.DataFrame(rows)
+
+def heldout_table(root:Path)->pd.DataFrame:
+    "Per held-out checkpoint of the campaign's evaluations: ratio_stats of p/q over the checkpoint's own draws (y ~ q)."
+    return _eval_table(root, "draws.parquet", "heldout")
+
+def reverse_table(root:Path)->pd.DataFrame:
+    """Per held-out checkpoint: the reverse identity E_p[q/p] = 1, over the reference's draws (y ~ p) scored under the checkpoint
+    (the evaluations' prior.parquet, made for the report card's KL). The same adapter as heldout_table's, checked on other draws."""
+    return _eval_table(root, "prior.parquet", "reverse", swap=True)
 
 def _above(t:pd.DataFrame)->pd.Series: return (t.mean_ratio - 2 * t.se) > 1     # a check's mean p/q more than 2 SE above 1
 def _of_dtype(t:pd.DataFrame, dt:str)->pd.DataFrame: return t[t.arm.str.endswith("_fp32") == (dt == "fp32")] if len(t) else t   # bf16 or fp32 arms
@@ -118,9 +133,24 @@ def _named(tr, ho, dt)->str:
     return f" ({'; '.join(names)})" if 0 < len(names) <= 3 else ""
 
 def _chance(c:dict)->str:
-    n, k = c["training_windows"] + c["heldout_checkpoints"], c["training_windows_above_1"] + c["heldout_above_1"]
+    return _chance_nk(c["training_windows"] + c["heldout_checkpoints"], c["training_windows_above_1"] + c["heldout_above_1"])
+
+def _chance_nk(n:int, k:int)->str:
+    if k == 0: return ""
     p = chance_above(n, k)
     return f"With exact weights, P(at least {k} of {n} by chance) " + (f"= {p:.2f}." if p >= 1e-3 else f"= {p:.0e}." if p >= 1e-12 else "< 1e-12.")
+
+def reverse_counts(rv:pd.DataFrame, # reverse_table
+                  )->dict: # {"bf16"|"fp32": checkpoints, and how many lie more than 2 SE above 1}; a dtype with no arm is left out
+    "The reverse check's counts apart for the bf16 arms and the fp32 arms."
+    return {dt: dict(checkpoints=len(t), above_1=int(_above(t).sum())) for dt in ("bf16", "fp32") if len(t := _of_dtype(rv, dt))}
+
+def reverse_of_exceptions(ho:pd.DataFrame, rv:pd.DataFrame, dtype:str)->list[str]:
+    "The held-out checkpoints of one dtype more than 2 SE above 1 on their own draws, as they read on the reference's draws."
+    h = _of_dtype(ho, dtype)
+    if h.empty or rv.empty: return []
+    r = rv.set_index("what")
+    return [f"{w}: {r.mean_ratio[w]:.3f} ± {r.se[w]:.3f}" for w in h[_above(h)].what if w in r.index]
 
 def length_table(root:Path, bins:int=5)->pd.DataFrame:
     "Per online arm: ratio_stats of its training draws (step ≥ 2) by completion-length quintile."
@@ -219,6 +249,24 @@ def dtype_chart(windows:pd.DataFrame):
             + base.mark_point(filled=True, size=60).encode(y="mean_ratio:Q", tooltip=["dtype", "window", "n", "mean_ratio", "se", "sd_log"]) + one
            ).properties(width=380, height=260, title="The same iguana steps in bf16 and in fp32: E_q[p/q] = 1 holds only in fp32")
 
+def reverse_chart(ho:pd.DataFrame, # heldout_table
+                  rv:pd.DataFrame, # reverse_table
+                 ):
+    "Each checkpoint's two identities in standard errors from 1: E_q[p/q] on its own draws against E_p[q/p] on the reference's."
+    import altair as alt
+    z = lambda t: ((t.mean_ratio - 1) / t.se).rename(None)
+    d = ho.assign(z_fwd=z(ho))[["arm", "what", "z_fwd", "mean_ratio", "se"]].merge(
+        rv.assign(z_rev=z(rv), mean_rev=rv.mean_ratio, se_rev=rv.se)[["what", "z_rev", "mean_rev", "se_rev"]], on="what")
+    d = d.assign(dtype=np.where(d.arm.str.endswith("_fp32"), "fp32", "bf16"))
+    two = pd.DataFrame(dict(v=[2.0]))
+    pts = alt.Chart(d).mark_point(filled=True, size=60, opacity=0.8).encode(
+        x=alt.X("z_fwd:Q", title="E_q[p/q] on the checkpoint's own draws: SE above 1"),
+        y=alt.Y("z_rev:Q", title="E_p[q/p] on the reference's draws: SE above 1"),
+        color=alt.Color("dtype:N", title="model dtype"), tooltip=["what", "mean_ratio", "se", "mean_rev", "se_rev"])
+    rules = (alt.Chart(two).mark_rule(color="black", strokeDash=[4, 4]).encode(x="v:Q")
+             + alt.Chart(two).mark_rule(color="black", strokeDash=[4, 4]).encode(y="v:Q"))
+    return (pts + rules).properties(width=360, height=300, title="Each held-out checkpoint's two weight identities, in SE above 1 (dashed: 2 SE)")
+
 def twin_table(root:Path)->pd.DataFrame:
     "Each fp32 arm beside its bf16 twin, per held-out step: ESS/M and KL(π‖q) with their CIs, and the reference at step 0."
     ev = {"bf16": root / "campaign_eval", "fp32": root / "campaign_fp32_eval"}
@@ -263,8 +311,9 @@ def main(argv=None):
     from proposal_nb.pipeline import save_chart
     from proposal_nb.results import read_json, write_json
     out = a.published / "campaign_weight_check"; out.mkdir(parents=True, exist_ok=True)
-    tr, ho, ln = training_table(a.published), heldout_table(a.published), length_table(a.published)
-    pd.concat([tr, ho], ignore_index=True).to_csv(out / "ratios.csv", index=False)
+    tr, ho, rv, ln = training_table(a.published), heldout_table(a.published), reverse_table(a.published), length_table(a.published)
+    pd.concat([tr, ho, rv], ignore_index=True).to_csv(out / "ratios.csv", index=False)
+    if len(ho) and len(rv): save_chart(reverse_chart(ho, rv), out, "reverse")
     ln.to_csv(out / "by_length.csv", index=False)
     save_chart(chart(ln), out, "by_length")
     tw = twin_table(a.published)
@@ -318,9 +367,9 @@ def main(argv=None):
         t = pd.read_csv(out / "identity.csv")
         ident = {dt: {k: round(v, 4) for k, v in ratio_stats(g).items()} | dict(sampler_gap_sd=round(float((g.logq_sampler - g.logq).std(ddof=1)), 4))
                  for dt, g in t.groupby("dtype", sort=False)}
-    by = dtype_counts(tr, ho)
+    by, rby = dtype_counts(tr, ho), reverse_counts(rv)
     summary = dict({k: sum(c[k] for c in by.values()) for k in ("training_windows", "training_windows_above_1", "heldout_checkpoints", "heldout_above_1")},
-                   by_dtype=by, rescore=rs, identity_cpu=ident, dtype_check=dchk, dtype_verdict=dtype_verdict(dchk))
+                   by_dtype=by, reverse=rby, rescore=rs, identity_cpu=ident, dtype_check=dchk, dtype_verdict=dtype_verdict(dchk))
     write_json(out, "summary", summary)
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip() or None
     write_json(out, "config", dict(kind="weight_check", windows=[list(w) for w in WINDOWS], rescore=rs_src, identity=id_src, dtype_check=dt_src,
@@ -331,6 +380,22 @@ def main(argv=None):
     f = lambda r: f"{r.mean_ratio:.3f} ± {r.se:.3f}"
     tl = [f"| {r.arm} | {r.what} | {r.n:,} | {f(r)} | {r.mean_log:+.3f} | {r.sd_log:.3f} |" for r in tr.itertuples()]
     hl = [f"| {r.what} | {r.n:,} | {f(r)} | {r.sd_log:.3f} |" for r in ho.itertuples()]
+    fwd = ho.set_index("what") if len(ho) else None
+    vl = [f"| {r.what} | {r.n:,} | {f(r)} | {r.sd_log:.3f} | " + (f(fwd.loc[r.what]) if fwd is not None and r.what in fwd.index else "—") + " |"
+          for r in rv.itertuples()]
+    rv_md = "" if rv.empty else (
+        "## The reverse identity: E_p[q/p] = 1 on the reference's draws\n"
+        "Each evaluation also scores the reference's held-out draws (base's or base_fp32's, y ~ p) under every checkpoint "
+        "(`prior.parquet`, made for the report card's KL). For draws from p, the mean of q/p is 1 exactly. So each checkpoint's adapter "
+        "is checked a second time, on 1,000 draws it did not make. Noise in log q − log p inflates this mean too: zero-mean noise e "
+        "inflates both E[p/q] and E[q/p] by about exp(var(e)/2). Chart `reverse.svg` sets each checkpoint's two checks side by side.\n\n"
+        + "\n".join(" ".join(filter(None, (
+                         f"- **{dt} arms:** **{c['above_1']} of {c['checkpoints']} checkpoints** have a mean q/p more than 2 SE above 1.",
+                         _chance_nk(c["checkpoints"], c["above_1"]),
+                         (f"The checkpoint above 2 SE on its own draws reads here: {x[0]}." if len(x) == 1 else
+                          f"The checkpoints above 2 SE on their own draws read here: {'; '.join(x)}.") if (x := reverse_of_exceptions(ho, rv, dt)) and len(x) <= 3 else "")))
+                     for dt, c in rby.items())
+        + "\n\n| checkpoint | reference draws | mean q/p | sd log | mean p/q on its own draws |\n|---|---|---|---|---|\n" + "\n".join(vl) + "\n\n")
     rl = [] if rs is None else [f"| {k} | {v['n']} | {v['mean']:+.3f} | {v['sd']:.3f} | {', '.join(f'{a}: {b:.3f}' for a, b in v['sd_by_length'].items())} | {v['inflation']:.3f} |"
                                 for k, v in rs.items()]
     id_md = "" if ident is None else (
@@ -390,7 +455,7 @@ as independent and each mean as normal (with p/q skewed right, a mean more than 
 The mean grows with completion length (`by_length.csv`, chart `by_length.svg`); in bf16 the noise adds up token by token, but a
 trained proposal's p/q also rises with length when the weights are exact (see the fp32 run above), so this table alone does not separate the two.
 
-## Where the noise comes from: bf16 scoring, measured
+{rv_md}## Where the noise comes from: bf16 scoring, measured
 {"Not measured yet (run with --rescore)." if rs is None else f'''{rs_src['n'] if rs_src else ''} of the base arm's held-out draws (`{rs_src['file'] if rs_src else ''}`, token ids kept in the runs, not published) rescored on this CPU with
 the embedded model in fp32 and in bf16, beside the log p the H200 stored (bf16):
 

@@ -160,3 +160,46 @@ def test_above_names_lists_one_dtypes_windows_above_2se():
     assert cw.above_names(tr, ho, "bf16") == ["msc steps 2-25: 1.300 ± 0.100"]
     edge = pd.DataFrame(dict(arm=["rb_msc_fp32"] * 2, what=["steps 2-25", "steps 26-100"], mean_ratio=[1.19, 1.21], se=[0.1, 0.1]))
     assert cw.above_names(edge, ho[:0], "fp32") == ["rb_msc_fp32 steps 26-100: 1.210 ± 0.100"]   # 1.9 SE is not above, 2.1 SE is
+
+
+def _eval_folder(root, draws, prior):
+    (root / "campaign_eval").mkdir(parents=True)
+    pd.DataFrame(draws).to_parquet(root / "campaign_eval" / "draws.parquet"); pd.DataFrame(prior).to_parquet(root / "campaign_eval" / "prior.parquet")
+
+
+def test_reverse_table_takes_q_over_p_on_the_references_draws(tmp_path):
+    # prior.parquet: the reference's draws scored under each checkpoint (arm NaN there: the arm comes from draws.parquet);
+    # the reference's own rows (log q = log p) are not a check; q/p of [4, 1] has mean 2.5 (p/q, 0.25 and 1, would read 0.625)
+    _eval_folder(tmp_path, dict(checkpoint=["base", "x-1"], arm=["base", "x"], logp=0.0, logq=[0.0, 1.0]),
+                 dict(checkpoint=["base", "base", "x-1", "x-1"], arm=["base", "base", None, None], logp=[-1.0, -2.0, 0.0, 0.0],
+                      logq=[-1.0, -2.0, np.log(4.0), 0.0]))
+    r = cw.reverse_table(tmp_path)
+    assert r.what.tolist() == ["x-1"] and r.arm.tolist() == ["x"] and r.split.tolist() == ["reverse (campaign_eval)"]
+    assert r.mean_ratio.iloc[0] == pytest.approx(2.5) and r.n.iloc[0] == 2            # q/p = 4 and 1, not p/q = 0.25 and 1
+
+
+def test_reverse_identity_reads_one_on_exact_draws_from_p(tmp_path):
+    # p = Bernoulli(0.6), q = Bernoulli(0.3), draws y ~ p (seed 0, n = 200,000): E_p[q/p] = 1 exactly, while the unswapped
+    # mean E_p[p/q] = 0.36/0.3 + 0.16/0.7 = 1.4286; SE sqrt(χ²(q‖p) / n) with χ² = 0.3²/0.6 + 0.7²/0.4 − 1 = 0.375: 0.0014;
+    # the check must read 1 within 4 SE
+    y = np.random.default_rng(0).random(200_000) < 0.6
+    lp, lq = np.log(np.where(y, 0.6, 0.4)), np.log(np.where(y, 0.3, 0.7))
+    _eval_folder(tmp_path, dict(checkpoint=["base", "x-1"], arm=["base", "x"], logp=0.0, logq=[0.0, 1.0]),
+                 dict(checkpoint=np.repeat(["base", "x-1"], len(y)), logp=np.tile(lp, 2), logq=np.concatenate([lp, lq])))
+    r = cw.reverse_table(tmp_path).iloc[0]
+    assert abs(r.mean_ratio - 1) < 4 * r.se and r.se == pytest.approx(math.sqrt(0.375 / 200_000), rel=0.05)
+
+
+def test_reverse_counts_and_the_forward_exceptions_on_the_reverse_check():
+    ho = pd.DataFrame(dict(arm=["msc_fp32", "msc_fp32", "msc"], what=["msc_fp32-step-250", "msc_fp32-step-4", "msc-step-4"],
+                           mean_ratio=[1.165, 1.0, 1.25], se=[0.069, 0.01, 0.04]))
+    rv = pd.DataFrame(dict(arm=["msc_fp32", "msc_fp32", "msc"], what=["msc_fp32-step-250", "msc_fp32-step-4", "msc-step-4"],
+                           mean_ratio=[0.976, 1.03, 1.149], se=[0.029, 0.01, 0.028]))
+    assert cw.reverse_counts(rv) == dict(bf16=dict(checkpoints=1, above_1=1), fp32=dict(checkpoints=2, above_1=1))   # 1.03 is 3 SE above
+    assert cw.reverse_of_exceptions(ho, rv, "fp32") == ["msc_fp32-step-250: 0.976 ± 0.029"]
+    assert cw.reverse_of_exceptions(ho, rv, "bf16") == ["msc-step-4: 1.149 ± 0.028"] and cw.reverse_counts(rv[:0]) == {}
+    spec = cw.reverse_chart(ho, rv).to_dict()
+    pts = [r for d in spec["datasets"].values() for r in d if "z_fwd" in r]
+    z = {r["what"]: (r["z_fwd"], r["z_rev"], r["dtype"]) for r in pts}
+    assert z["msc_fp32-step-250"] == pytest.approx((0.165 / 0.069, -0.024 / 0.029, "fp32")) and z["msc-step-4"][2] == "bf16"
+    assert sum(1 for d in spec["datasets"].values() for r in d if r.get("v") == 2.0) >= 1                 # the 2-SE lines
