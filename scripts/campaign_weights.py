@@ -387,7 +387,7 @@ def main(argv=None):
         "## The reverse identity: E_p[q/p] = 1 on the reference's draws\n"
         "Each evaluation also scores the reference's held-out draws (base's or base_fp32's, y ~ p) under every checkpoint "
         "(`prior.parquet`, made for the report card's KL). For draws from p, the mean of q/p is 1 exactly. So each checkpoint's adapter "
-        "is checked a second time, on 1,000 draws it did not make. Noise in log q − log p inflates this mean too: zero-mean noise e "
+        "is checked a second time, on draws it did not make (the table's second column). Noise in log q − log p inflates this mean too: zero-mean noise e "
         "inflates both E[p/q] and E[q/p] by about exp(var(e)/2). Chart `reverse.svg` sets each checkpoint's two checks side by side.\n\n"
         + "\n".join(" ".join(filter(None, (
                          f"- **{dt} arms:** **{c['above_1']} of {c['checkpoints']} checkpoints** have a mean q/p more than 2 SE above 1.",
