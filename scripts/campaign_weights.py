@@ -100,6 +100,7 @@ def reverse_table(root:Path)->pd.DataFrame:
     return _eval_table(root, "prior.parquet", "reverse", swap=True)
 
 def _above(t:pd.DataFrame)->pd.Series: return (t.mean_ratio - 2 * t.se) > 1     # a check's mean p/q more than 2 SE above 1
+def _below(t:pd.DataFrame)->pd.Series: return (t.mean_ratio + 2 * t.se) < 1     # ... more than 2 SE below 1 (a heavy tail, not noise)
 def _of_dtype(t:pd.DataFrame, dt:str)->pd.DataFrame: return t[t.arm.str.endswith("_fp32") == (dt == "fp32")] if len(t) else t   # bf16 or fp32 arms
 
 def dtype_counts(tr:pd.DataFrame, # training_table
@@ -121,12 +122,11 @@ def chance_above(n:int, # checks (windows and checkpoints)
     "How often exact weights would put at least k of n independent checks more than 2 SE above 1 (binomial tail)."
     return float(binom.sf(k - 1, n, P_ABOVE_2SE))
 
-def above_names(tr:pd.DataFrame, ho:pd.DataFrame, dtype:str)->list[str]:
-    "The windows and checkpoints of one dtype's arms that lie more than 2 SE above 1, as 'what: mean ± se'."
+def above_names(tr:pd.DataFrame, ho:pd.DataFrame, dtype:str, side=_above)->list[str]:
+    "The windows and checkpoints of one dtype's arms that lie more than 2 SE above 1 (side=_below: below), as 'what: mean ± se'."
     t = _of_dtype(pd.concat([tr, ho], ignore_index=True), dtype)
     if t.empty: return []
-    t = t[_above(t)]
-    return [f"{r.what if r.what.startswith(r.arm) else f'{r.arm} {r.what}'}: {r.mean_ratio:.3f} ± {r.se:.3f}" for r in t.itertuples()]
+    return [f"{r.what if r.what.startswith(r.arm) else f'{r.arm} {r.what}'}: {r.mean_ratio:.3f} ± {r.se:.3f}" for r in t[side(t)].itertuples()]
 
 def _named(tr, ho, dt)->str:
     names = above_names(tr, ho, dt)
@@ -145,12 +145,28 @@ def reverse_counts(rv:pd.DataFrame, # reverse_table
     "The reverse check's counts apart for the bf16 arms and the fp32 arms."
     return {dt: dict(checkpoints=len(t), above_1=int(_above(t).sum())) for dt in ("bf16", "fp32") if len(t := _of_dtype(rv, dt))}
 
-def reverse_of_exceptions(ho:pd.DataFrame, rv:pd.DataFrame, dtype:str)->list[str]:
-    "The held-out checkpoints of one dtype more than 2 SE above 1 on their own draws, as they read on the reference's draws."
+def reverse_of_exceptions(ho:pd.DataFrame, rv:pd.DataFrame, dtype:str, side=_above)->list[str]:
+    "The held-out checkpoints of one dtype more than 2 SE above 1 (side=_below: below) on their own draws, as they read on the reference's draws."
     h = _of_dtype(ho, dtype)
     if h.empty or rv.empty: return []
     r = rv.set_index("what")
-    return [f"{w}: {r.mean_ratio[w]:.3f} ± {r.se[w]:.3f}" for w in h[_above(h)].what if w in r.index]
+    return [f"{w}: {r.mean_ratio[w]:.3f} ± {r.se[w]:.3f}" for w in h[side(h)].what if w in r.index]
+
+def below_md(tr:pd.DataFrame, ho:pd.DataFrame, rv:pd.DataFrame)->str:
+    "The README's paragraph on checks more than 2 SE below 1, per dtype; empty when there are none."
+    lines = []
+    for dt in ("bf16", "fp32"):
+        t = _of_dtype(pd.concat([tr, ho], ignore_index=True), dt)
+        if t.empty or not (k := int(_below(t).sum())): continue
+        names, rev = above_names(tr, ho, dt, _below), reverse_of_exceptions(ho, rv, dt, _below)
+        lines.append(f"- **{dt} arms:** **{k} of {len(t)}** lie more than 2 SE below 1" + (f" ({'; '.join(names)})" if len(names) <= 3 else "") + "."
+                     + (f" On the reference's draws (the reverse check below): {'; '.join(rev)}." if rev and len(rev) <= 3 else ""))
+    return "" if not lines else (
+        "**Below 1.** Zero-mean noise in log p − log q raises the expected mean, so it does not explain a check below 1. A heavy right "
+        "tail does: when q is narrower than p, E_q[p/q] = 1 rests on rare large weights that most sets of draws miss, and the SE computed "
+        "from the same draws understates the spread. A check far below 1 is read as a tail; for a held-out checkpoint, the reverse check "
+        "tests its density on draws it did not make.\n"
+        + "\n".join(lines) + "\n\n")
 
 def length_table(root:Path, bins:int=5)->pd.DataFrame:
     "Per online arm: ratio_stats of its training draws (step ≥ 2) by completion-length quintile."
@@ -440,7 +456,7 @@ weights, ESS/M, PSIS k̂, the KL estimates. Step 1 is left out: there the adapte
 A check lies more than 2 SE above 1 by chance with probability {P_ABOVE_2SE:.3f} when the weights are exact. The chances above treat the checks
 as independent and each mean as normal (with p/q skewed right, a mean more than 2 SE above 1 is, if anything, rarer than that).
 
-{dt_md}{tw_md}## Training draws (mean p/q ± SE; log p − log q: mean and sd)
+{below_md(tr, ho, rv)}{dt_md}{tw_md}## Training draws (mean p/q ± SE; log p − log q: mean and sd)
 
 | arm | steps | draws | mean p/q | mean log | sd log |
 |---|---|---|---|---|---|

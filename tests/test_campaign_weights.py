@@ -162,6 +162,19 @@ def test_above_names_lists_one_dtypes_windows_above_2se():
     assert cw.above_names(edge, ho[:0], "fp32") == ["rb_msc_fp32 steps 26-100: 1.210 ± 0.100"]   # 1.9 SE is not above, 2.1 SE is
 
 
+def test_below_md_names_checks_below_2se_with_their_reverse_reading():
+    tr = pd.DataFrame(dict(arm=["msc_m2_fp32", "msc_m2_fp32", "iguana"], what=["steps 2-25", "steps 101-250", "steps 2-25"],
+                           mean_ratio=[0.95, 0.881, 0.5], se=[0.03, 0.039, 0.1]))   # 1.7 SE below: not named; 3.05 SE below: named
+    ho = pd.DataFrame(dict(arm=["msc_m2_fp32"], what=["msc_m2_fp32-step-210"], mean_ratio=[0.847], se=[0.065]))
+    rv = pd.DataFrame(dict(arm=["msc_m2_fp32"], what=["msc_m2_fp32-step-210"], mean_ratio=[1.045], se=[0.072]))
+    assert cw.above_names(tr, ho, "fp32", cw._below) == ["msc_m2_fp32 steps 101-250: 0.881 ± 0.039", "msc_m2_fp32-step-210: 0.847 ± 0.065"]
+    assert cw.above_names(tr, ho, "fp32") == []                                            # nothing above
+    md = cw.below_md(tr, ho, rv)
+    assert "**fp32 arms:** **2 of 3**" in md and "(the reverse check below): msc_m2_fp32-step-210: 1.045 ± 0.072." in md
+    assert "**bf16 arms:** **1 of 1**" in md                                               # iguana 0.5 ± 0.1: 5 SE below
+    assert cw.below_md(tr[:1], ho[:0], rv) == ""                                            # none below 2 SE: no paragraph
+
+
 def _eval_folder(root, draws, prior):
     (root / "campaign_eval").mkdir(parents=True)
     pd.DataFrame(draws).to_parquet(root / "campaign_eval" / "draws.parquet"); pd.DataFrame(prior).to_parquet(root / "campaign_eval" / "prior.parquet")
