@@ -105,13 +105,14 @@ def _of_dtype(t:pd.DataFrame, dt:str)->pd.DataFrame: return t[t.arm.str.endswith
 
 def dtype_counts(tr:pd.DataFrame, # training_table
                  ho:pd.DataFrame, # heldout_table
-                )->dict: # {"bf16"|"fp32": training windows and held-out checkpoints, and how many lie more than 2 SE above 1}
+                )->dict: # {"bf16"|"fp32": training windows and held-out checkpoints, and how many lie more than 2 SE above (below) 1}
     "The check's counts apart for the bf16 arms and the fp32 arms (ARM_fp32); a dtype with no arm is left out."
-    above = lambda t: int(_above(t).sum()) if len(t) else 0
+    count = lambda t, side: int(side(t).sum()) if len(t) else 0
     out = {}
     for dt in ("bf16", "fp32"):
         t, h = _of_dtype(tr, dt), _of_dtype(ho, dt)
-        if len(t) or len(h): out[dt] = dict(training_windows=len(t), training_windows_above_1=above(t), heldout_checkpoints=len(h), heldout_above_1=above(h))
+        if len(t) or len(h): out[dt] = dict(training_windows=len(t), training_windows_above_1=count(t, _above), heldout_checkpoints=len(h),
+                                             heldout_above_1=count(h, _above), training_windows_below_1=count(t, _below), heldout_below_1=count(h, _below))
     return out
 
 P_ABOVE_2SE = float(norm.sf(2))   # one check's chance of lying more than 2 SE above 1 when the weights are exact (normal mean)

@@ -46,10 +46,12 @@ def test_tables_read_training_runs_and_skip_references(tmp_path):
 
 def test_dtype_counts_split_bf16_and_fp32_arms():
     # windows more than 2 SE above 1, counted apart for the arms named ARM_fp32; a dtype with no arm is left out
+    # and, apart, those more than 2 SE below 1 (a heavy tail)
     tr = pd.DataFrame(dict(arm=["iguana", "iguana", "iguana_fp32"], mean_ratio=[1.3, 1.05, 1.3], se=[0.1, 0.1, 0.1]))
-    ho = pd.DataFrame(dict(arm=["iguana_fp32"], mean_ratio=[1.0], se=[0.01]))
-    assert cw.dtype_counts(tr, ho) == dict(bf16=dict(training_windows=2, training_windows_above_1=1, heldout_checkpoints=0, heldout_above_1=0),
-                                           fp32=dict(training_windows=1, training_windows_above_1=1, heldout_checkpoints=1, heldout_above_1=0))
+    ho = pd.DataFrame(dict(arm=["iguana_fp32", "msc_m2_fp32"], mean_ratio=[1.0, 0.847], se=[0.01, 0.065]))
+    assert cw.dtype_counts(tr, ho) == dict(
+        bf16=dict(training_windows=2, training_windows_above_1=1, heldout_checkpoints=0, heldout_above_1=0, training_windows_below_1=0, heldout_below_1=0),
+        fp32=dict(training_windows=1, training_windows_above_1=1, heldout_checkpoints=2, heldout_above_1=0, training_windows_below_1=0, heldout_below_1=1))
     assert list(cw.dtype_counts(tr[:2], ho[:0])) == ["bf16"]
 
 
