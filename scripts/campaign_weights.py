@@ -156,11 +156,10 @@ def reverse_of_exceptions(ho:pd.DataFrame, rv:pd.DataFrame, dtype:str, side=_abo
 def below_md(tr:pd.DataFrame, ho:pd.DataFrame, rv:pd.DataFrame)->str:
     "The README's paragraph on checks more than 2 SE below 1, per dtype; empty when there are none."
     lines = []
-    for dt in ("bf16", "fp32"):
-        t = _of_dtype(pd.concat([tr, ho], ignore_index=True), dt)
-        if t.empty or not (k := int(_below(t).sum())): continue
+    for dt, c in dtype_counts(tr, ho).items():
+        if not (k := c["training_windows_below_1"] + c["heldout_below_1"]): continue
         names, rev = above_names(tr, ho, dt, _below), reverse_of_exceptions(ho, rv, dt, _below)
-        lines.append(f"- **{dt} arms:** **{k} of {len(t)}** lie more than 2 SE below 1" + (f" ({'; '.join(names)})" if len(names) <= 3 else "") + "."
+        lines.append(f"- **{dt} arms:** **{k} of {c['training_windows'] + c['heldout_checkpoints']}** lie more than 2 SE below 1" + (f" ({'; '.join(names)})" if len(names) <= 3 else "") + "."
                      + (f" On the reference's draws (the reverse check below): {'; '.join(rev)}." if rev and len(rev) <= 3 else ""))
     return "" if not lines else (
         "**Below 1.** Zero-mean noise in log p − log q raises the expected mean, so it does not explain a check below 1. A heavy right "
