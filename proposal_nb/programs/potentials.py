@@ -6,21 +6,34 @@
 from __future__ import annotations
 from typing import Sequence
 import numpy as np
-from .tasks import Task, build_program, extract_program
+from .tasks import Task, TaskFormatError, IOCase, build_program, judge_context, extract_program
 from .sandbox import Executor, Verdict, InfrastructureError
 
 # %% auto #0
-__all__ = ['no_error_tests', 'Potential', 'no_error', 'strict', 'tiered', 'correctness', 'exact_match', 'make_potential']
+__all__ = ['no_error_tests', 'run_tasks', 'Potential', 'no_error', 'strict', 'tiered', 'correctness', 'exact_match',
+           'make_potential']
 
-# %% ../../nbs/22_potentials.ipynb #c005
+# %% ../../nbs/22_potentials.ipynb #c006
 def no_error_tests(task:Task, # the task (its smoke tests, else its entry point)
                    require_entry_point:bool=True, # the program must define the entry point
-                  )->tuple[str, ...]:
-    "Snippets the no-error potential runs after the program."
+                  )->tuple:
+    "Tests the no-error potential runs: snippets, or IOCases for a stdio task."
     if task.smoke_tests: return task.smoke_tests
+    if task.harness == 'stdio': return (IOCase(task.public_tests[0].input, None),) if task.public_tests else ()
     return (f'{task.entry_point}\n',) if require_entry_point and task.entry_point else ()
 
-# %% ../../nbs/22_potentials.ipynb #c005c
+# %% ../../nbs/22_potentials.ipynb #c008
+def run_tasks(executor:Executor, # the sandbox
+              tasks:Sequence[Task], # the task of each completion
+              completions:Sequence[str], # the model's replies
+              tests:Sequence, # the tests of each (snippets or IOCases)
+              progress:bool=False, # tqdm over programs
+             )->list[Verdict]:
+    "Run each completion's program on its task with `tests`: the program, the judge's context and the entry point from the task."
+    return executor.run([build_program(t, c) for t, c in zip(tasks, completions)], list(tests), progress=progress,
+                        contexts=[judge_context(t, c) for t, c in zip(tasks, completions)],
+                        entry_points=[t.entry_point for t in tasks])
+
 def _normalise(code:str)->str:
     "Code with trailing whitespace and blank lines removed (exact-match comparison form)."
     return '\n'.join(l.rstrip() for l in code.strip('\n').splitlines() if l.strip())
@@ -37,11 +50,23 @@ class Potential:
         if executor is None and kind != 'exact_match': raise ValueError(f'potential {kind!r} needs an executor')
         self.kind, self.executor, self.require_entry_point = kind, executor, require_entry_point
 
-    def tests(self, task:Task, # the task whose snippets to run
-             )->tuple[str, ...]:
-        "The test snippets this potential runs for `task`."
+    def tests(self, task:Task, # the task whose tests to run
+             )->tuple:
+        "The tests this potential runs for `task`."
         if self.kind == 'no_error': return no_error_tests(task, self.require_entry_point)
         return task.hidden_tests if self.kind == 'correctness' else task.public_tests
+
+    def check(self, tasks:Sequence[Task], # tasks to be graded
+             ):
+        "Raise TaskFormatError, naming the file and row, for a task this potential cannot grade."
+        need = {'strict': 'public tests', 'tiered': 'public tests', 'correctness': 'hidden tests',
+                'no_error': 'smoke tests or an entry point'}.get(self.kind)
+        for t in dict.fromkeys(tasks):
+            if self.kind == 'exact_match':
+                if not t.solution: raise TaskFormatError(f'{t.origin or t.id}: potential exact_match needs a reference solution')
+            elif not self.tests(t) and (self.kind != 'no_error' or self.require_entry_point):
+                raise TaskFormatError(f"{t.origin or t.id}: potential {self.kind!r} needs {need}; task {t.id!r} has none "
+                                      f"(without them every program would score 1)")
 
     def grade(self, tasks:Sequence[Task], # the task of each completion
               completions:Sequence[str], # the model's replies
@@ -49,8 +74,8 @@ class Potential:
              )->list[Verdict]: # aligned with `completions`
         "Sandbox verdicts of each completion under this potential's tests."
         if len(tasks) != len(completions): raise ValueError(f'{len(tasks)} tasks but {len(completions)} completions')
-        try: return self.executor.run([build_program(t, c) for t, c in zip(tasks, completions)],
-                                      [self.tests(t) for t in tasks], progress=progress)
+        self.check(tasks)
+        try: return run_tasks(self.executor, tasks, completions, [self.tests(t) for t in tasks], progress)
         except InfrastructureError as e:
             ids = sorted({t.id for t in tasks})
             raise InfrastructureError(f'{e} (while grading {self.kind} on {len(tasks)} completions of tasks {ids[:3]}...)') from e
@@ -72,14 +97,13 @@ class Potential:
         "r(x_i, y_i) for each pair, aligned with the inputs."
         if self.kind == 'exact_match':
             if len(tasks) != len(completions): raise ValueError(f'{len(tasks)} tasks but {len(completions)} completions')
-            missing = [t.id for t in tasks if not t.solution]
-            if missing: raise ValueError(f'exact_match needs reference solutions; missing for {missing[:5]}')
+            self.check(tasks)
             return np.array([float(_normalise(extract_program(c)) == _normalise(t.solution)) for t, c in zip(tasks, completions)])
         return np.array([self.score(t, v) for t, v in zip(tasks, self.grade(tasks, completions, progress))], dtype=float)
 
     def __repr__(self): return f'Potential({self.kind!r})'
 
-# %% ../../nbs/22_potentials.ipynb #c005e
+# %% ../../nbs/22_potentials.ipynb #c010
 def no_error(executor:Executor, # the sandbox
              require_entry_point:bool=True, # the program must define the entry point
             )->Potential:

