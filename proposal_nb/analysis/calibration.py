@@ -15,7 +15,7 @@ from tqdm.auto import tqdm
 from .evaluation import bootstrap_counts, bootstrap_means, percentile_ci
 from ..lm.models import chat_prompt
 from ..programs.sandbox import Executor, InfrastructureError
-from ..programs.tasks import Task, build_program, extract_program
+from ..programs.tasks import Task, build_program, judge_context, extract_program
 
 # %% auto #0
 __all__ = ['BUCKETS', 'GRADE_COLUMNS', 'JUDGE_QUESTION', 'ARMS', 'fitness_bucket', 'wilson_ci', 'hill_table', 'Correlation',
@@ -237,11 +237,14 @@ def grade_programs(executor:Executor, # a started (or startable) sandbox
                    visible:Sequence[Sequence[str]], # visible test snippets per program
                    hidden:Sequence[Sequence[str]], # hidden test snippets per program
                    names:Sequence[str]|None=None, # names for errors (task or bundle ids)
+                   contexts:Sequence[str]|None=None, # the task context the judge runs for each (the names the tests use)
+                   entries:Sequence|None=None, # the names each completion must define
                   )->list[Grade]:
     "Run each program with its visible then hidden tests; raise InfrastructureError on any grading fault."
     if not (len(programs) == len(visible) == len(hidden)): raise ValueError(f"{len(programs)} programs, {len(visible)} visible and {len(hidden)} hidden test lists")
     names = list(names) if names is not None else [f"program {i}" for i in range(len(programs))]
-    verdicts = executor.run(list(programs), [tuple(v) + tuple(h) for v, h in zip(visible, hidden)])
+    verdicts = executor.run(list(programs), [tuple(v) + tuple(h) for v, h in zip(visible, hidden)], contexts=contexts,
+                            entry_points=entries)
     out = []
     for name, prog, v, h, vd in zip(names, programs, visible, hidden, verdicts):
         if len(vd.tests) != len(v) + len(h):
@@ -262,7 +265,8 @@ def grade_task_programs(executor:Executor, # sandbox
     if missing: raise ValueError(f"no task {missing[0]!r} in the task set ({len(set(missing))} unknown ids)")
     ts = [by_id[i] for i in task_ids]
     gr = grade_programs(executor, [build_program(t, c) for t, c in zip(ts, completions)], [t.public_tests for t in ts],
-                        [t.hidden_tests for t in ts], list(task_ids))
+                        [t.hidden_tests for t in ts], list(task_ids), [judge_context(t, c) for t, c in zip(ts, completions)],
+                        [t.entry_point for t in ts])
     return pd.DataFrame(dict(task_id=list(task_ids), visible_passed=[g.fitness for g in gr], visible_total=[len(g.visible) for g in gr],
                              hidden_pass=[int(g.passed) for g in gr], reason=[g.reason for g in gr]))
 
@@ -331,7 +335,8 @@ def grade_bundles(executor:Executor, # sandbox
                  )->list[Grade]:
     "Grade completions on their bundle's shown (visible) and hidden asserts."
     progs = [b.context + ("\n" if b.context else "") + extract_program(c) for b, c in zip(bundles, completions)]
-    return grade_programs(executor, progs, [b.shown for b in bundles], [b.hidden for b in bundles], [b.id for b in bundles])
+    return grade_programs(executor, progs, [b.shown for b in bundles], [b.hidden for b in bundles], [b.id for b in bundles],
+                          [b.context for b in bundles], [tuple(t.entry_point for t in b.tasks) for b in bundles])
 
 # %% ../../nbs/34_calibration.ipynb #c036d
 def bundle_pass_rate(rates, # [n] per-function pass rates c_i of the eligible functions, in [0, 1]
