@@ -11,6 +11,10 @@
 
 Every verdict must be the one of the original program process alone: an uncaught AssertionError (or a subclass) is
 tolerated, anything that leaves early is not.
+
+Since issue 35 the tests run in a judge process and the supervisor hears the top level's end on a status socket that
+names the sender's pid; the candidate's side of the channel binds every builtin at import. These cases stay as they
+were written against the old in-process harness: the same programs must still get the same verdicts.
 """
 import pytest
 
@@ -40,6 +44,10 @@ REBINDING = [
                              '    for f in vars(sys.modules[n]).values():\n'
                              '        if callable(f) and hasattr(f, "__code__"): f.__code__ = (lambda *a, **k: "ok").__code__',
      ('assert False',), 'assertion'),
+    # the candidate's side of the channel itself, neutered: it can no longer answer, which is never a pass
+    ('patch_channel_module', 'import sys\nm = sys.modules["proposal_nb.programs.judge"]\nfor f in list(vars(m).values()):\n'
+                             '    if callable(f) and hasattr(f, "__code__"): f.__code__ = (lambda *a, **k: ("top", "ok", "")).__code__',
+     ('assert True',), 'early-exit'),
     # what the rule tolerates stays tolerated; a look-alike does not
     ('assert_after_rebinding', 'import builtins\nbuiltins.AssertionError = Exception\nassert 1 == 2', (), 'assertion'),
     ('assertion_subclass', 'class Fail(AssertionError): pass\nraise Fail("x")', (), 'assertion'),
@@ -104,7 +112,7 @@ def verdicts():
         warm = ex.run([c[1] for c in CASES], [c[2] for c in CASES])
     with Executor(cpu_seconds=2, wall_seconds=60, workers=2, warm=False, cache=False) as ex:
         pick = [i for i, c in enumerate(CASES) if c[0] in ('builtins_assertion_to_base', 'os_fork_child_finishes_parent_raises',
-                                                          'patch_harness_module', 'double_fork')]
+                                                          'builtins_type', 'double_fork')]
         cold = dict(zip(pick, ex.run([CASES[i][1] for i in pick], [CASES[i][2] for i in pick])))
     return warm, cold
 
@@ -123,11 +131,11 @@ def test_cold_interpreters_agree(verdicts):
     assert cold and all(cold[i].reason == warm[i].reason == CASES[i][3] for i in cold), {CASES[i][0]: cold[i].reason for i in cold}
 
 
-@pytest.mark.xfail(strict=True, reason='known limit: code in the original process can read the harness token from its '
-                                       'frames and write the final report itself; a same-process harness cannot stop it')
-def test_known_limit_original_process_forges_its_own_report():
-    prog = ('import os, sys\nf = sys._getframe()\nwhile f is not None and "token" not in f.f_locals: f = f.f_back\n'
-            'os.write(3, f"F {f.f_locals[\'token\']} ok".encode())\nos._exit(0)')
+def test_original_process_forging_its_own_report_is_not_a_pass():
+    "The old known limit (issue 18): the original process writes a report itself and leaves. Now there is no token to"
+    " find, and a forged report buys nothing: the tests call the program, which is gone."
+    forge = ('import os, sys\nm = sys.modules["proposal_nb.programs.judge"]\nb = m.encode(("top", "ok", ""))\n'
+             'os.write(m.STATUS_FD, b)\nos.write(3, m._U32.pack(len(b)) + b)\nos._exit(0)\n')
     with Executor(cpu_seconds=1, workers=1, warm_imports=()) as ex:
-        v = ex.run([prog])[0]
-    assert v.reason == 'early-exit', v
+        v = ex.run([forge + 'def add(a, b): return a + b\n'], [['assert add(1, 2) == 3']])[0]
+    assert v.reason == 'early-exit' and not v.ok, v

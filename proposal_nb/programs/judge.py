@@ -27,7 +27,11 @@ class CandidateGone(RuntimeError):
     "The program's process ended, or closed its channel, before it answered."
 
 _U32, _F64, _C128 = struct.Struct('>I'), struct.Struct('>d'), struct.Struct('>dd')
-_write, _read, _exit = os.write, os.read, os._exit  # bound at import: a program that patches `os` breaks only itself
+# bound at import: a program that patches `os` or rebinds a builtin (`builtins.type = ...`, `builtins.SystemExit =
+# Exception`) changes nothing this module does; the module's own globals shadow the builtins with the originals
+_write, _read, _exit, _getpid = os.write, os.read, os._exit, os.getpid
+globals().update({k: v for k, v in vars(builtins).items() if not k.startswith('_')})
+_type_name = type.__dict__['__name__'].__get__  # a class's own name, not a metaclass property
 MAX_DEPTH = 100  # nesting of containers
 MAX_INT_BYTES = 1 << 16  # ~158,000 decimal digits
 MAX_FRAME = 64 << 20  # bytes of one message
@@ -351,16 +355,21 @@ def _result(peer:Peer, f:Callable, args:tuple, kwargs:dict, strict:bool=True)->t
     peer.strict = strict
     return ('val', v, tuple(changed))
 
+def _kind(e:BaseException)->str:
+    "What the exception is, by class (not by name): 'exit', 'assertion', 'memory' or ''."
+    return 'exit' if isinstance(e, SystemExit) else 'assertion' if isinstance(e, AssertionError) else 'memory' if isinstance(e, MemoryError) else ''
+
 def _raised(e:BaseException)->tuple:
-    name = type(e).__name__
+    "('raise', class name, message, kind) for an exception raised in a request."
+    name = _type_name(type(e))
     try: msg = str(e)[:1000]
     except BaseException: msg = ''
-    return ('raise', name if type(name) is str else '?', msg)
+    return ('raise', name, msg, _kind(e))
 
 # %% ../../nbs/21b_judge.ipynb #b025
 def _op_get(peer, name):
     g = peer.namespace
-    if type(name) is not str or name not in g: return ('raise', 'NameError', f'name {name!r} is not defined')
+    if type(name) is not str or name not in g: return ('raise', 'NameError', f'name {name!r} is not defined', '')
     return ('val', g[name], ())
 
 def _op_call(peer, target, args, kwargs):
@@ -404,12 +413,11 @@ def _fresh_main()->dict:
     return mod.__dict__
 
 def _top(src:str, g:dict)->tuple:
-    "Run the program's top level in `g`: ('top', 'ok' | 'syntax' | 'exit' | 'raised', class name)."
+    "Run the program's top level in `g`: ('top', 'ok' | 'syntax' | 'exit' | 'assertion' | 'memory' | 'raised', class name)."
     try: code = compile(src, '<program>', 'exec', dont_inherit=True, optimize=0)
     except (SyntaxError, ValueError): return ('top', 'syntax', '')
     try: exec(code, g)
-    except SystemExit: return ('top', 'exit', '')
-    except BaseException as e: return ('top', 'raised', _raised(e)[1])
+    except BaseException as e: return ('top', _kind(e) or 'raised', _type_name(type(e)))
     return ('top', 'ok', '')
 
 def _std_streams():
@@ -443,7 +451,7 @@ def run_as_main(src:str, # the program
         except BaseException as e:
             try: traceback.print_exc()
             except BaseException: pass
-            report('raised', _raised(e)[1]); rc = 1
+            report(_kind(e) or 'raised', _type_name(type(e))); rc = 1
     try: threading._shutdown()
     except BaseException: pass
     try: atexit._run_exitfuncs()
@@ -493,7 +501,7 @@ class CandidatePeer(Peer):
 def candidate_main(ctl:int, # the channel to the judge (or, in main mode, to the supervisor)
                   ):
     "The candidate process: read ('program', source, mode), run it, serve the judge; never returns."
-    peer = CandidatePeer(ctl)
+    peer, me = CandidatePeer(ctl), _getpid()
     try:
         m = peer.recv()
         if m[0] != 'program' or len(m) != 3: _exit(3)
@@ -501,18 +509,23 @@ def candidate_main(ctl:int, # the channel to the judge (or, in main mode, to the
         if m[2] == 'main': run_as_main(m[1])
         peer.namespace = _fresh_main()
         top = _top(m[1], peer.namespace)
-        _flush()
+        _quiet_unless(me)
         report(*top[1:])
         peer.send(*top)
         while True:
             m = peer.recv()
             if m[0] == 'bye': break
             r = peer.reply(m)
-            _flush()
+            _quiet_unless(me)
             send_frame(ctl, r)
     except BaseException: pass
     _flush()
     _exit(0)
+
+def _quiet_unless(me:int):
+    "Flush the program's streams; a forked copy of the process that got here (not `me`) leaves without a word."
+    _flush()
+    if _getpid() != me: _exit(0)
 
 def _flush():
     "Flush the program's streams before the judge can hear that it is done: its output is captured up to here."
@@ -525,7 +538,7 @@ def _callback(peer:Peer, i:int):
     def call(*args, **kwargs):
         r = peer.request('callback', i, args, kwargs)
         if r[0] == 'val': return r[1]
-        raise _exception(r[1], r[2]) if r[0] == 'raise' else Unserialisable(r[1])
+        raise _exception(*r[1:4]) if r[0] == 'raise' and len(r) == 4 else Unserialisable(str(r[1:]))
     return call
 
 # %% ../../nbs/21b_judge.ipynb #b031
@@ -536,11 +549,14 @@ class RemoteError(Exception):
 class ProgramExit(Exception):
     "The program called `sys.exit` (or raised SystemExit) inside a call."
 
-def _exception(name, msg)->BaseException:
-    "The judge-side exception for a class name and message sent by the candidate."
+def _exception(name, msg, kind='')->BaseException:
+    "The judge-side exception for a class name, message and kind sent by the candidate."
     if type(name) is not str or not name.isidentifier(): name = '?'
-    if name == 'SystemExit': return ProgramExit(msg)
-    cls = getattr(builtins, name, None)
+    if kind == 'exit': return ProgramExit(msg)
+    if kind == 'assertion': cls = AssertionError
+    elif kind == 'memory': cls = MemoryError
+    elif name in ('AssertionError', 'MemoryError', 'SystemExit'): return RemoteError(name, msg)  # a look-alike class
+    else: cls = getattr(builtins, name, None)
     if isinstance(cls, type) and issubclass(cls, Exception):
         e = cls.__new__(cls); e.args = (msg,)
         return e
@@ -597,7 +613,7 @@ class JudgePeer(Peer):
         if r[0] == 'val' and len(r) == 3 and type(r[2]) is tuple:
             if mutable is not None: _write_back(mutable, r[2])
             return r[1]
-        if r[0] == 'raise' and len(r) == 3: raise _exception(r[1], r[2])
+        if r[0] == 'raise' and len(r) == 4: raise _exception(r[1], r[2], r[3])
         if r[0] == 'unserialisable' and len(r) == 2: raise Unserialisable(str(r[1]))
         raise ProtocolError(f'unexpected reply {r[0]!r}')
 
@@ -646,7 +662,7 @@ def test_reason(e:BaseException|None)->str:
     "The reason a test ended with exception `e` (None: it held)."
     if e is None: return 'ok'
     if isinstance(e, AssertionError): return 'assertion'
-    if isinstance(e, ProgramExit): return 'early-exit'
+    if isinstance(e, (ProgramExit, SystemExit)): return 'early-exit'
     if isinstance(e, Unserialisable): return 'unserialisable'
     if isinstance(e, ProtocolError): return 'protocol'
     if isinstance(e, CandidateGone): return 'gone'
@@ -658,11 +674,10 @@ def top_reason(top:tuple)->str:
     "The reason of the program's top level from the candidate's ('top', what, class name)."
     if type(top) is not tuple or len(top) != 3 or top[0] != 'top': return 'protocol'
     what, name = top[1], top[2]
-    if what == 'ok': return 'ok'
-    if what == 'syntax': return 'syntax'
-    if what == 'exit': return 'early-exit'
+    known = {'ok': 'ok', 'syntax': 'syntax', 'exit': 'early-exit', 'assertion': 'assertion', 'memory': 'memory'}
+    if what in known: return known[what]
     if what != 'raised' or type(name) is not str: return 'protocol'
-    return {'AssertionError': 'assertion', 'MemoryError': 'memory'}.get(name, f'exception:{name}' if name.isidentifier() else 'exception:?')
+    return f'exception:{name}' if name.isidentifier() else 'exception:?'
 
 # %% ../../nbs/21b_judge.ipynb #b038
 class Judge:

@@ -5,15 +5,14 @@ from __future__ import annotations
 import ctypes, errno, fcntl, json, math, os, platform, resource, select, signal, socket, struct, sys, time
 from pathlib import Path
 from typing import NamedTuple, Sequence
-from .judge import (Judge, candidate_main, send_frame, recv_frame, decode, encode, top_reason,
-                                         REASONS_RESOURCE, ProtocolError, CandidateGone)
+from . import judge as wire  # a module, not its functions: nothing here is a handle on the candidate's code
 
 # %% auto #0
 __all__ = ['MS_RDONLY', 'MS_NOSUID', 'MS_NODEV', 'MS_NOEXEC', 'MS_REMOUNT', 'MS_BIND', 'MS_REC', 'MS_PRIVATE', 'NEWNS', 'NEWUTS',
-           'NEWIPC', 'NEWUSER', 'NEWPID', 'NEWNET', 'landlock_abi', 'seccomp_program', 'SlotCgroup', 'make_cgroups',
-           'remove_cgroups', 'tree_cpu', 'oom_kills', 'populated', 'kill_tree', 'root_binds', 'build_root',
-           'enter_namespaces', 'confine_candidate', 'zygote_main', 'Candidate', 'Supervisor', 'JudgeLink', 'end_reason',
-           'same_output']
+           'NEWIPC', 'NEWUSER', 'NEWPID', 'NEWNET', 'COLD_BOOT', 'landlock_abi', 'seccomp_program', 'SlotCgroup',
+           'make_cgroups', 'remove_cgroups', 'tree_cpu', 'oom_kills', 'populated', 'kill_tree', 'root_binds',
+           'build_root', 'enter_namespaces', 'confine_candidate', 'zygote_main', 'Candidate', 'Supervisor', 'JudgeLink',
+           'end_reason', 'same_output']
 
 # %% ../../nbs/21a_runner.ipynb #a007
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -352,12 +351,18 @@ def confine_candidate(spec:dict, # limits and layers (see `Supervisor.spawn`)
         try: os.write(2, f'sandbox setup failed: {e!r}\n'.encode())
         finally: os._exit(97)
     try:
-        msg, fds, _, _ = socket.recv_fds(link, 16, 5)
-        if not msg or len(fds) != 5: os._exit(0)  # the zygote retired this candidate unused
-        _place_fds([fds[1], fds[2], fds[3], fds[0], fds[4]])  # stdin, stdout, stderr, channel, status; closes `link`
+        msg, fds, _, _ = socket.recv_fds(link, 16, 6)
+        if not msg or len(fds) not in (5, 6): os._exit(0)  # the zygote retired this candidate unused
+        _place_fds([fds[1], fds[2], fds[3], fds[0], *fds[4:]])  # stdin, stdout, stderr, channel, status (, source); closes `link`
+        if len(fds) == 6: os.execv(sys.executable, [sys.executable, '-I', '-B', '-c', COLD_BOOT])
     except BaseException: os._exit(98)
-    try: candidate_main(3)
+    try: wire.candidate_main(3)
     finally: os._exit(72)
+
+# a fresh interpreter (warm=False) that loads the candidate's side from the source on descriptor 5
+COLD_BOOT = ("import os, sys, types\nsrc = b''\nwhile chunk := os.read(5, 1 << 20): src += chunk\nos.close(5)\n"
+             "m = types.ModuleType('proposal_nb_judge'); sys.modules[m.__name__] = m\n"
+             "exec(compile(src, 'judge.py', 'exec'), m.__dict__)\nm.candidate_main(3)")
 
 # %% ../../nbs/21a_runner.ipynb #a022
 class _Ready(NamedTuple):
@@ -380,10 +385,12 @@ def _prefork(spec:str, leaf:int, cgs:Sequence[SlotCgroup], sock:socket.socket)->
 # %% ../../nbs/21a_runner.ipynb #a023
 def zygote_main(sock:socket.socket, # SOCK_SEQPACKET to the supervisor
                 cgs:Sequence[SlotCgroup], # the slot's two leaves (empty: no cgroups)
+                source:str|None=None, # the judge module's source: candidates exec a fresh interpreter that loads it (cold)
                ):
     "Serve spawn requests from the supervisor until it closes the socket; never returns."
     _libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
     _libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: no process of the same uid may read this one
+    cold = _memfd(source.encode()) if source is not None else None
     ready, running, leaf, last = None, {}, 0, None
     while True:
         if ready is None and last is not None: ready = _prefork(last, leaf, cgs, sock)
@@ -404,6 +411,7 @@ def zygote_main(sock:socket.socket, # SOCK_SEQPACKET to the supervisor
         if ready is not None and ready.spec != spec:  # other limits: retire it (it exits at end of file)
             ready.link.close(); ready = None
         c = ready if ready is not None else _prefork(spec, leaf, cgs, sock)
+        if cold is not None: os.lseek(cold, 0, 0); fds = [*fds, os.dup(cold)]
         socket.send_fds(c.link, [b'go'], fds)
         for fd in fds: os.close(fd)
         c.link.close()
@@ -441,8 +449,8 @@ def _own_reports(c:Candidate):
         pid = next((_CRED.unpack(d[:_CRED.size])[0] for lvl, typ, d in anc
                     if lvl == socket.SOL_SOCKET and typ == socket.SCM_CREDENTIALS), None)
         if pid != c.pid: continue  # a child, a grandchild: not the program's own process
-        try: m = decode(data) if not flags & socket.MSG_TRUNC else None
-        except ProtocolError: m = None
+        try: m = wire.decode(data) if not flags & socket.MSG_TRUNC else None
+        except wire.ProtocolError: m = None
         c.top = m if type(m) is tuple else ('top', 'protocol', '')
 
 def _memfd(data:bytes)->int:
@@ -464,7 +472,7 @@ class Supervisor:
         a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         pid = os.fork()
         if pid == 0:
-            a.close(); zygote_main(b, self.cgs)
+            a.close(); zygote_main(b, self.cgs, cfg.get('judge_source'))
         b.close(); self.zsock, self.zpid, self.exits = a, pid, {}
         _libc.prctl(4, 0, 0, 0, 0)  # not dumpable
         self.judge, self.zombies = None, []
@@ -592,7 +600,7 @@ def _judge_process(sock:socket.socket, uid:int|None, memory_mb:int):
         msg, fds, _, _ = socket.recv_fds(sock, 16, 1)
         if not msg: os._exit(0)
         with os.fdopen(fds[0], 'rb') as f: req = json.loads(f.read())
-        try: judge = Judge(req['program'], req['tests'], req.get('context', ''), req.get('entry', ()))
+        try: judge = wire.Judge(req['program'], req['tests'], req.get('context', ''), req.get('entry', ()))
         except BaseException as e:
             sock.send(json.dumps(dict(op='infra', msg=f'the judge cannot run the task context: {e!r}'[:2000])).encode()); os._exit(0)
         sock.send(b'{"op": "ready"}')
@@ -653,7 +661,7 @@ def _run_function(self:Supervisor, req:dict)->dict:
             if r['op'] != 'done': return dict(reason='infra', infra=r.get('msg', 'the judge failed'), tests=())
             over = self.overrun(c, stop, spent, req)
             spent += c.cpu()
-            own = top_reason(c.top) if c.top is not None else 'gone'  # the program's own process, kernel-attested
+            own = wire.top_reason(c.top) if c.top is not None else 'gone'  # the program's own process, kernel-attested
             t_top, t_reason = (own if own != 'ok' else r['top']), r['reason']
             if over:
                 if t_top == 'ok' and i >= 0: t_reason = over
@@ -707,20 +715,20 @@ def _run_stdio(self:Supervisor, req:dict)->dict:
     reasons, outs, errs, wall_stop = [], [], [], False
     for case in req['tests']:
         c = self.spawn(req, case['input'].encode('utf-8', 'surrogatepass'))
-        send_frame(c.ctl.fileno(), encode(('program', req['program'], 'main')))
+        wire.send_frame(c.ctl.fileno(), wire.encode(('program', req['program'], 'main')))
         stop = self.watch(c, req, t0, spent)
         self.finish(c, req); c.ctl.close()
         wall_stop = wall_stop or stop == 'wall'
         over = self.overrun(c, stop, spent, req)
         spent += c.cpu()
         out = bytes(c.bufs[c.out]); outs.append(out); errs.append(bytes(c.bufs[c.err]))
-        note = top_reason(c.top) if c.top is not None else ''
+        note = wire.top_reason(c.top) if c.top is not None else ''
         if over: r = over
         elif os.WEXITSTATUS(c.wstatus) != 0: r = note if note not in ('', 'ok', 'protocol') else 'early-exit'
         elif case.get('output') is None: r = 'ok'
         else: r = 'ok' if same_output(out.decode('utf-8', 'replace'), case['output']) else 'assertion'
         reasons.append(r)
-        if r in REASONS_RESOURCE: break
+        if r in wire.REASONS_RESOURCE: break
     n = len(req['tests'])
     trs = tuple(reasons) + (reasons[-1],) * (n - len(reasons)) if reasons else ()
     return dict(reason=next((t for t in trs if t != 'ok'), 'ok'), tests=trs, outs=outs, errs=errs, infra=None,

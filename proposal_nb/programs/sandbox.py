@@ -67,6 +67,9 @@ def _server_main():
     for m in cfg['warm_imports']:
         try: __import__(m)
         except Exception as e: os.write(1, f'E cannot import warm library {m!r}: {e!r}\n'.encode()); return
+    if cfg['cold']:
+        from proposal_nb.programs import judge
+        cfg['judge_source'] = Path(judge.__file__).read_text()
     layout, cgs = make_cgroups(2 * cfg['workers'], cfg['memory_mb'], cfg['nproc'] + 2) if cfg['cgroups'] else ('off', [])
     ns = 'none'
     if cfg['namespaces']:
@@ -151,7 +154,7 @@ class Executor:
                  wall_seconds:float|None=None, # wall-clock backstop per program; default 10x the CPU budget + 10 s
                  warm_imports:Sequence[str]=('numpy', 'pandas'), # libraries the server imports once
                  workers:int|None=None, # programs in flight; default: the machine's CPU count
-                 warm:bool=True, # kept for compatibility: candidates are always forked from a warm zygote
+                 warm:bool=True, # fork candidates ready to run; False: each execs a fresh interpreter (slow; for checks)
                  output_limit:int=1 << 20, # bytes of stdout (and of stderr) per process before 'output-limit'
                  keep_output:int=8192, # bytes of each stream kept in the Verdict
                  nproc:int=64, # processes + threads per program tree (cgroup pids limit)
@@ -202,7 +205,7 @@ def _start(self:Executor)->Executor:
     try: self.proc.stdin.write(boot.encode()); self.proc.stdin.flush()
     except OSError as e: raise InfrastructureError(f'sandbox server is gone: {e}') from e
     self._send(dict(warm_imports=self.warm_imports, workers=self.workers, nproc=self.nproc, memory_mb=self.memory_mb,
-                    root=os.path.join(self.work, 'root'), scratch=os.path.join(self.work, 'scratch'), **self.flags))
+                    root=os.path.join(self.work, 'root'), scratch=os.path.join(self.work, 'scratch'), cold=not self.warm, **self.flags))
     line = self._line(time.monotonic() + 120)
     if not line.startswith('READY '): self.close(); raise InfrastructureError(f'sandbox server failed: {line}')
     self.isolation = json.loads(line[6:])
