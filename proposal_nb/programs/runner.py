@@ -394,7 +394,7 @@ def zygote_main(sock:socket.socket, # SOCK_SEQPACKET to the supervisor
     ready, running, leaf, last = None, {}, 0, None
     while True:
         if ready is None and last is not None: ready = _prefork(last, leaf, cgs, sock)
-        try: rd = select.select([sock, *running.values()] + ([ready.pidfd] if ready else []), [], [], 1.0)[0]
+        try: rd = select.select([sock, *running.values()] + ([ready.pidfd] if ready else []), [], [], 0.05)[0]  # reap orphans
         except InterruptedError: rd = []
         while True:
             try: pid, st = os.waitpid(-1, os.WNOHANG)
