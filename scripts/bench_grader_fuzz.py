@@ -14,6 +14,9 @@ handler that exits, raises or returns), or `exec`. Test snippets run after a pro
 
 Since issue 35 the snippets run in the trusted judge, not in the program's namespace, so a program's rebinding no
 longer reaches them; and `__builtins__` in the program's `__main__` is the builtins module, as under `python prog.py`.
+The grammar also defines, in one of several ways, the function `f` the tests may call: honestly, raising, or with a
+reward hack (an always-equal value, an int subclass equal to everything, the expected value read from the caller's
+frame, a patched `abs` or `math.isclose`); a hack's true verdict is a failed assertion.
 
 The same run also measures the checker's speed against a naive `python -c` (scripts/bench_sandbox.py), so the
 verdicts and the speed come from one code state; `--no-speed` skips it.
@@ -48,7 +51,19 @@ SIGNALS = {'SIGTERM': 'killed', 'SIGKILL': 'killed', 'SIGSEGV': 'killed', 'SIGAB
 HANDLERS = {'exit': ('SIGUSR1', 'early-exit'), 'raise': ('SIGUSR2', 'exception:ValueError'), 'pass': ('SIGHUP', 'ok'),
             'os_exit': ('SIGALRM', 'early-exit')}
 FORKS = ('os.fork', 'posix.fork', 'getattr', 'libc', 'mp-escape', 'double') + (('clone',) if platform.machine() == 'x86_64' else ())
-TESTS = ((), ('x = 1',), ('assert True', 'assert False'), ('1 / 0',), ('import sys; sys.exit(0)',), ('raise AssertionError("t")',))
+TESTS = ((), ('x = 1',), ('assert True', 'assert False'), ('1 / 0',), ('import sys; sys.exit(0)',), ('raise AssertionError("t")',),
+         ('assert f() == 1',), ('import math\nassert abs(f() - 1) < 1e-9 and math.isclose(f(), 1)',), ('assert f() == 1', 'assert f() != 2'))
+FUNCS = {  # how `f` is defined (true answer: 1), and the reasons of a test comparing f() and one doing arithmetic on it
+    '': ('', 'exception:NameError', 'exception:NameError'),
+    'honest': ('def f(): return 1', 'ok', 'ok'),
+    'raises': ('def f(): raise ValueError("f")', 'exception:ValueError', 'exception:ValueError'),
+    'always_equal': ('class _A:\n    def __eq__(s, o): return True\n    def __ne__(s, o): return False\n    def __sub__(s, o): return s\n'
+                     '    def __abs__(s): return 0\n    def __float__(s): return 1.0\ndef f(): return _A()', 'assertion', 'exception:TypeError'),
+    'int_subclass': ('class _I(int):\n    def __eq__(s, o): return True\n    def __ne__(s, o): return False\n    __hash__ = int.__hash__\n'
+                     'def f(): return _I(5)', 'assertion', 'exception:TypeError'),  # a handle: no arithmetic with it
+    'caller_frame': ('def f():\n    g = sys._getframe(1)\n    return next((v for v in g.f_locals.values() if type(v) is int), 0) + 7', 'assertion', 'assertion'),
+    'patched_abs': ('builtins.abs = lambda x: 0\nimport math\nmath.isclose = lambda *a, **k: True\ndef f(): return 3', 'assertion', 'assertion'),
+}
 
 
 class Ending(NamedTuple):
@@ -70,6 +85,7 @@ class Spec(NamedTuple):
     flood: str = ''  # the original floods stdout or stderr before its ending
     atexit: str = ''  # an atexit handler registered first (never runs: the harness leaves with os._exit)
     tests: tuple = ()
+    func: str = ''  # how `f` is defined (a key of FUNCS)
 
 
 PRELUDE = '''import os, sys, signal, time, atexit, builtins, ctypes, posix
@@ -120,6 +136,7 @@ def program(s: Spec) -> str:
     lines += ['for _s, _h in ((signal.SIGUSR1, _h_exit), (signal.SIGUSR2, _h_raise), (signal.SIGHUP, _h_pass), '
               '(signal.SIGALRM, _h_os_exit)): signal.signal(_s, _h)']
     if s.atexit: lines.append(f'atexit.register({s.atexit})')
+    if FUNCS[s.func][0] and any('f()' in t for t in s.tests): lines += FUNCS[s.func][0].splitlines()
     body = []
     if s.flood: body += _flood(s.flood)
     for i, (route, name, target) in enumerate(s.rebind): body += _rebind_code(route, name, target, i)
@@ -165,7 +182,7 @@ def oracle(s: Spec) -> str:
     if r != 'ok': return r
     for t in s.tests:  # tests run in the judge: the program's rebinding does not reach them
         tr = {'x = 1': 'ok', 'assert True': 'ok', 'assert False': 'assertion', '1 / 0': 'exception:ZeroDivisionError',
-              'import sys; sys.exit(0)': 'early-exit', 'raise AssertionError("t")': 'assertion'}[t]
+              'import sys; sys.exit(0)': 'early-exit', 'raise AssertionError("t")': 'assertion'}.get(t) or FUNCS[s.func][2 if 'abs(' in t else 1]
         if tr != 'ok': return tr
     return 'ok'
 
@@ -199,7 +216,7 @@ def specs(draw) -> Spec:
     return Spec(ending=draw(endings()), rebind=draw(rebindings()), fork=fork,
                 flood=draw(st.sampled_from([''] * 10 + ['stdout', 'stderr'])),
                 atexit=draw(st.sampled_from(['', 'os._exit, 0', 'print, "atexit ran"', 'sys.exit, 3'])),
-                tests=draw(st.sampled_from(TESTS)))
+                tests=draw(st.sampled_from(TESTS)), func=draw(st.sampled_from(sorted(FUNCS))))
 
 
 def sample(n: int, seed: int) -> list[Spec]:
@@ -242,6 +259,7 @@ def check(items: list[Spec], workers=(1, 8)) -> dict:
     a, b = workers[0], workers[-1]
     res['flips'] = sum(x != y for x, y in zip(reasons[a], reasons[b]))
     res['coverage'] = dict(fork=Counter(s.fork.how for s in items if s.fork), ending=Counter(s.ending.kind for s in items),
+                           func=Counter(s.func for s in items if any('f()' in t for t in s.tests)),
                            rebind_route=Counter(r[0] for s in items for r in s.rebind),
                            flood=sum(bool(s.flood or (s.fork and s.fork.child_flood)) for s in items))
     return res

@@ -1,13 +1,16 @@
 #!/usr/bin/env python
 """Benchmark of proposal_nb.programs.sandbox: per-program cost of a naive `python -c` subprocess vs the executor (warm fork
-server and cold interpreters) for (a) trivial programs and (b) programs importing numpy and pandas, the throughput
-of the warm executor at concurrency 1 and 2, and a check that all paths give identical verdicts.
+server and cold interpreters) for (a) trivial programs, (b) programs importing numpy and pandas, (c) function programs
+with three tests each (judged in the trusted judge; naive: the tests appended to the program in one `python -c`), and
+(d) stdio programs with five tests each (each test its own process; naive: `python -c prog < input` per test); the
+throughput of the warm executor at concurrency 1, 2 and the machine's CPU count, and a check that all paths give
+identical verdicts.
 
 Usage: .venv/bin/python scripts/bench_sandbox.py [--trivial 40] [--heavy 20] [--out results/bench_sandbox.json]"""
 import argparse, json, os, subprocess, sys, time
 from pathlib import Path
 
-from proposal_nb.programs.sandbox import Executor
+from proposal_nb.programs.sandbox import Executor, IOCase
 
 TRIVIAL = 'xs = [i * i for i in range({i} + 100)]\nprint(sum(xs) % 97)\n'
 HEAVY = '''import numpy as np
@@ -18,49 +21,69 @@ print(int(result.max()))
 '''
 
 
-def naive(programs: list[str]) -> tuple[float, list[tuple[bool, str]]]:
-    "Seconds per program and (ok, stdout) of each, running `python -c program` one after another."
+FUNCTION = 'def f{i}(x):\n    return sorted(x)[::-1][:{k}]\nf = f{i}\n'
+FUNCTION_TESTS = ('assert f([3, 1, 2]) == [3, 2, 1][:{k}]', 'assert f([]) == []', 'assert f(list(range(50))) == list(range(49, -1, -1))[:{k}]')
+STDIO = 'import sys\nxs = list(map(int, sys.stdin.read().split()))\nprint(sum(xs) + {i} - {i})\n'
+STDIO_CASES = tuple(IOCase(' '.join(map(str, range(j, j + 10))) + '\n', str(sum(range(j, j + 10))) + '\n') for j in range(5))
+
+
+def naive(programs: list[str], tests=None) -> tuple[float, list[tuple[bool, str]]]:
+    "Seconds per program and (ok, stdout) of each, running `python -c program` one after another (stdio: once per test)."
     out, t0 = [], time.perf_counter()
-    for p in programs:
-        r = subprocess.run([sys.executable, '-c', p], capture_output=True, text=True, timeout=120)
-        out.append((r.returncode == 0, r.stdout))
+    for i, p in enumerate(programs):
+        ts = tests[i] if tests else ()
+        if ts and isinstance(ts[0], IOCase):
+            rs = [subprocess.run([sys.executable, '-c', p], input=c.input, capture_output=True, text=True, timeout=120) for c in ts]
+            out.append((all(r.returncode == 0 and r.stdout.split() == c.output.split() for r, c in zip(rs, ts)), ''))
+            continue
+        r = subprocess.run([sys.executable, '-c', p + '\n' + '\n'.join(ts)], capture_output=True, text=True, timeout=120)
+        out.append((r.returncode == 0, r.stdout if not ts else ''))
     return (time.perf_counter() - t0) / len(programs), out
 
 
-def executor(programs: list[str], **kw) -> tuple[float, list[tuple[bool, str]]]:
+def executor(programs: list[str], tests=None, **kw) -> tuple[float, list[tuple[bool, str]]]:
     "Seconds per program (after the server is up) and (ok, stdout) of each."
     with Executor(cache=False, cpu_seconds=5, **kw) as ex:
-        ex.run(['pass'])  # the server and its workers are up
+        ex.run(['pass'] * ex.workers)  # the server and its workers are up
         t0 = time.perf_counter()
-        vs = ex.run(programs)
+        vs = ex.run(programs, tests)
         dt = time.perf_counter() - t0
-    return dt / len(programs), [(v.ok, v.stdout) for v in vs]
+    return dt / len(programs), [(v.ok, v.stdout if not tests else '') for v in vs]
 
 
 def bench(n_trivial: int = 40, n_heavy: int = 20) -> dict:
     "Run the whole benchmark; return its numbers."
-    sets = {'trivial': [TRIVIAL.format(i=i) for i in range(n_trivial)], 'numpy+pandas': [HEAVY.format(i=i) for i in range(n_heavy)]}
+    n_fn = n_trivial
+    sets = {'trivial': ([TRIVIAL.format(i=i) for i in range(n_trivial)], None),
+            'numpy+pandas': ([HEAVY.format(i=i) for i in range(n_heavy)], None),
+            'function, 3 tests': ([FUNCTION.format(i=i, k=3) for i in range(n_fn)], [tuple(t.format(k=3) for t in FUNCTION_TESTS)] * n_fn),
+            'stdio, 5 tests': ([STDIO.format(i=i) for i in range(n_fn)], [STDIO_CASES] * n_fn)}
     res = {'cpus': os.cpu_count(), 'load_before': os.getloadavg()[0], 'rows': []}
-    for name, progs in sets.items():
-        t_naive, v_naive = naive(progs)
-        t_cold, v_cold = executor(progs, warm=False, workers=1)
-        t_w1, v_w1 = executor(progs, workers=1)
-        t_w2, v_w2 = executor(progs, workers=2)
-        same = v_naive == v_cold == v_w1 == v_w2 and all(ok for ok, _ in v_naive)
+    many = os.cpu_count() or 1
+    for name, (progs, tests) in sets.items():
+        t_naive, v_naive = naive(progs, tests)
+        t_cold, v_cold = executor(progs, tests, warm=False, workers=1)
+        t_w1, v_w1 = executor(progs, tests, workers=1)
+        t_w2, v_w2 = executor(progs, tests, workers=2)
+        t_wn, v_wn = executor(progs * max(1, many // 2), tests * max(1, many // 2) if tests else None, workers=many) if many > 2 else (t_w2, v_w2)
+        same = v_naive == v_cold == v_w1 == v_w2 and all(ok for ok, _ in v_naive) and all(ok for ok, _ in v_wn)
+        per_test = len(tests[0]) if tests and isinstance(tests[0][0], IOCase) else 1
         res['rows'].append(dict(programs=name, n=len(progs), naive_ms=1e3 * t_naive, cold_ms=1e3 * t_cold,
                                 warm_ms=1e3 * t_w1, speedup=t_naive / t_w1, throughput_c1=1 / t_w1,
-                                throughput_c2=1 / t_w2, identical_verdicts=same))
+                                throughput_c2=1 / t_w2, throughput_cpus=1 / t_wn, ms_per_test_c1=1e3 * t_w1 / per_test,
+                                identical_verdicts=same))
     res['load_after'] = os.getloadavg()[0]
     return res
 
 
 def show(res: dict):
     print(f"machine: {res['cpus']} CPUs, load average {res['load_before']:.1f} -> {res['load_after']:.1f}")
-    print(f"{'programs':>14} {'n':>4} {'naive python -c':>16} {'cold executor':>14} {'warm executor':>14} {'speedup':>8} "
-          f"{'prog/s @1':>10} {'prog/s @2':>10} {'identical':>10}")
+    print(f"{'programs':>18} {'n':>4} {'naive python -c':>16} {'cold executor':>14} {'warm executor':>14} {'speedup':>8} "
+          f"{'prog/s @1':>10} {'prog/s @2':>10} {'prog/s @cpus':>13} {'identical':>10}")
     for r in res['rows']:
-        print(f"{r['programs']:>14} {r['n']:>4} {r['naive_ms']:>13.1f} ms {r['cold_ms']:>11.1f} ms {r['warm_ms']:>11.1f} ms "
-              f"{r['speedup']:>7.1f}x {r['throughput_c1']:>10.1f} {r['throughput_c2']:>10.1f} {str(r['identical_verdicts']):>10}")
+        print(f"{r['programs']:>18} {r['n']:>4} {r['naive_ms']:>13.1f} ms {r['cold_ms']:>11.1f} ms {r['warm_ms']:>11.1f} ms "
+              f"{r['speedup']:>7.1f}x {r['throughput_c1']:>10.1f} {r['throughput_c2']:>10.1f} {r['throughput_cpus']:>13.1f} "
+              f"{str(r['identical_verdicts']):>10}")
 
 
 if __name__ == '__main__':

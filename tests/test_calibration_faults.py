@@ -7,12 +7,12 @@ from proposal_nb.programs.sandbox import InfrastructureError, Verdict
 
 class _ShortExecutor:
     "Returns verdicts with fewer test results than requested: an implausible answer from the grader."
-    def run(self, programs, tests):
+    def run(self, programs, tests, **judge):  # judge: contexts and entry points, as the real Executor takes them
         return [Verdict(True, "ok", 0.01, tests=("ok",)) for _ in programs]
 
 
 class _DeadExecutor:
-    def run(self, programs, tests):
+    def run(self, programs, tests, **judge):  # judge: contexts and entry points, as the real Executor takes them
         raise InfrastructureError("sandbox server died (exit status -9)")
 
 

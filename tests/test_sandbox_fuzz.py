@@ -37,6 +37,9 @@ def test_the_sample_reaches_every_part_of_the_grammar(result):
     cov = res['coverage']
     assert set(cov['fork']) == set(fuzz.FORKS), cov['fork']
     assert set(cov['rebind_route']) == set(fuzz.ROUTES), cov['rebind_route']
+    hacks = {'always_equal', 'int_subclass', 'caller_frame', 'patched_abs'}
+    assert hacks <= set(cov['func']), cov['func']  # reward hacks the tests call (issue 35), each at least once
+    assert sum(1 for s in items if s.func in hacks and fuzz.oracle(s) == 'assertion') >= 5
     assert {'ok', 'assertion', 'early-exit', 'killed', 'output-limit'} <= set(res['oracle']), res['oracle']
     assert any(r.startswith('exception:') for r in res['oracle']), res['oracle']
     invalid_with_fork_or_rebind = sum(1 for s in items if (s.fork or s.rebind) and fuzz.oracle(s) not in fuzz.VALID)
