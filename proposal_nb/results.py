@@ -4,15 +4,15 @@
 
 # %% ../nbs/05_results.ipynb #c001
 from __future__ import annotations
-import json, os, re
+import json, os, re, time
 from pathlib import Path
 from typing import NamedTuple
 import pandas as pd
 
 # %% auto #0
 __all__ = ['CONFIG', 'DOCUMENTS', 'TABLES', 'TABLE_EXTS', 'PUBLISHED_ENV', 'Table', 'table_path', 'write_table', 'read_file',
-           'read_table', 'write_json', 'read_json', 'Run', 'find_runs', 'run_tables', 'checkpoint_parts',
-           'published_root']
+           'read_table', 'write_json', 'read_json', 'Run', 'mark_failed', 'failed_attempt', 'find_runs', 'run_tables',
+           'checkpoint_parts', 'published_root']
 
 # %% ../nbs/05_results.ipynb #c005
 CONFIG = "config.json"        # the file that makes a folder a run
@@ -21,6 +21,7 @@ DOCUMENTS = {                 # JSON documents of a run folder: name -> what it 
     "summary": "headline numbers of the run (a flat JSON object)",
     "timing":  "seconds: per pipeline step (top level) or per sample (a training or break-even run)",
     "plan":    "the evaluation's planned half-width and the draws it needs",
+    "failed":  "an attempt that failed in a folder holding no run before it (error, notebook, time): not a run",
 }
 
 class Table(NamedTuple):
@@ -143,19 +144,35 @@ def read_json(folder:Path|str, # a run folder
 
 class Run(NamedTuple):
     "One run folder."
-    name: str      # folder name
-    path: Path     # the folder
-    config: dict   # its config.json
+    name: str        # folder name
+    path: Path       # the folder
+    config: dict     # its config.json
+    origin: str = "" # the collection it came from ('yours', 'published'; '' when not said)
+
+def mark_failed(folder:Path|str, # the folder of the failed attempt
+                error:str, # what failed, in one line
+                notebook:str|None=None, # the executed notebook that shows it
+               )->Path:
+    "Mark a folder as a failed attempt (failed.json): `find_runs` leaves it out until an attempt finishes."
+    return write_json(folder, "failed", dict(error=error, notebook=notebook, time=time.strftime("%Y-%m-%d %H:%M:%S")))
+
+def failed_attempt(folder:Path|str, # a run folder
+                  )->dict|None: # its failed.json, or None
+    "The failure recorded in a folder (failed.json), or None when it holds none."
+    return read_json(folder, "failed")
 
 def find_runs(results:Path|str, # a folder of run folders
+              origin:str="", # recorded in every Run (which collection the folder belongs to)
+              failed:bool=False, # also list failed attempts (folders with failed.json)
              )->list[Run]:
-    "Every subfolder of `results` holding a config.json, sorted by name ([] when `results` does not exist)."
+    "Every subfolder of `results` holding a config.json and no failed.json, sorted by name ([] when `results` does not exist)."
     root = Path(results)
     if not root.is_dir(): return []
     out = []
     for d in sorted(p for p in root.iterdir() if p.is_dir() and (p / CONFIG).exists()):
+        if not failed and (d / _doc("failed")).exists(): continue
         cfg = read_json(d, "config")
-        out.append(Run(d.name, d, cfg if isinstance(cfg, dict) else {"config": cfg}))
+        out.append(Run(d.name, d, cfg if isinstance(cfg, dict) else {"config": cfg}, origin))
     return out
 
 def run_tables(folder:Path|str, # a run folder

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/38d_site_build.ipynb #c001
 from __future__ import annotations
-import argparse, functools, html, json, math, os, re, tempfile, time
+import argparse, functools, html, json, math, os, re, sys, tempfile, time
 from importlib import resources
 from pathlib import Path
 from typing import Sequence
@@ -12,12 +12,13 @@ import pandas as pd
 from ..results import find_runs
 from .tables import z_tables, heldout_tables
 from .charts import chart_spec, spec_values, PROMPT_SIGNAL
-from .pages import Page, PAGES, run_page, table_html
+from .pages import Page, PAGES, ORIGINS, run_page, table_html
 from .browser import find_chromium, verify_site
 
 # %% auto #0
-__all__ = ['VENDOR_JS', 'ASSETS', 'PALETTE', 'asset', 'arm_colours', 'finite', 'render_page', 'write_vendor', 'site_context',
-           'build_site', 'main', 'results_folder', 'page_for', 'show_page']
+__all__ = ['VENDOR_JS', 'ASSETS', 'PALETTE', 'asset', 'arm_colours', 'finite', 'compact', 'nav_html', 'render_page',
+           'write_vendor', 'site_runs', 'site_context', 'empty_chart', 'build_site', 'main', 'results_folder',
+           'page_for', 'show_page']
 
 # %% ../../nbs/38d_site_build.ipynb #c005
 VENDOR_JS = "vendor/vega-bundle.js"   # where the Vega bundle goes in a built site
@@ -59,6 +60,15 @@ def finite(x, # a value: float, dict, list, tuple or anything else (returned as 
     if isinstance(x, (list, tuple)): return [finite(v) for v in x]
     return x
 
+def compact(x, # a value: float, dict, list, tuple or anything else (returned as is)
+            digits:int=5, # significant digits kept
+           )->object:
+    "`x` with every finite float rounded to `digits` significant digits (at any depth of dicts and lists)."
+    if isinstance(x, float): return float(f"{x:.{digits}g}") if math.isfinite(x) else x
+    if isinstance(x, dict): return {k: compact(v, digits) for k, v in x.items()}
+    if isinstance(x, (list, tuple)): return [compact(v, digits) for v in x]
+    return x
+
 # %% ../../nbs/38d_site_build.ipynb #c011
 def _block_html(page:Page, # the page the block is on (named in errors)
                 kind:str, # block kind: h2, p, html, table, img, chart, spec or prompts
@@ -75,25 +85,36 @@ def _block_html(page:Page, # the page the block is on (named in errors)
     if kind in ("chart", "spec"):
         sp = chart_spec(x) if kind == "chart" else x
         if arms: arm_colours(sp, arms)
-        spec = json.dumps(finite(sp), allow_nan=False, default=str).replace("</", "<\\/")
+        spec = json.dumps(compact(finite(sp)), allow_nan=False, default=str).replace("</", "<\\/")
         return f"<div class='chart' id='chart{n}'></div><script type='application/json' data-chart='chart{n}'>{spec}</script>"
     if kind == "prompts":
         data = json.dumps(x, allow_nan=False).replace("</", "<\\/")
         return f"<div id='prompt-panel'><p class='note'>Click a point to see its prompt.</p></div><script type='application/json' id='prompt-data'>{data}</script>"
     raise ValueError(f"page {page.slug}: unknown block kind {kind!r}")
 
+def nav_html(nav:Sequence[tuple], # (slug, title) or (slug, title, group) of every page, in order; run pages' slugs start with run-
+             here:str, # the slug of the page it is on
+            )->str: # the inside of <nav>
+    "The site's navigation: the pages, then the run pages by group, each group a folding list that wraps (the first and the current one open)."
+    link = lambda s, t: f"<a href='{s}.html'{' class=here' if s == here else ''}>{html.escape(t)}</a>"
+    out, groups = ["<div class='pages'>" + "".join(link(s, t) for s, t, *_ in nav if not s.startswith("run-")) + "</div>"], {}
+    for s, t, *g in nav:
+        if s.startswith("run-"): groups.setdefault((g or [""])[0] or "Runs", []).append((s, t))
+    for i, (g, items) in enumerate(groups.items()):
+        opened = " open" if i == 0 or any(s == here for s, _ in items) else ""
+        out.append(f"<details class='runs'{opened}><summary>{html.escape(g)} ({len(items)})</summary><div class='runlinks'>"
+                   + "".join(link(s, t) for s, t in items) + "</div></details>")
+    return "".join(out)
+
 def render_page(page:Page, # the page
-                nav:Sequence[tuple[str, str]], # (slug, title) of every page, in order
+                nav:Sequence[tuple], # (slug, title[, group]) of every page, in order (see nav_html)
                 arms:Sequence[str]|None=None, # colour domain of the `arm` field shared by all pages
                )->str: # a whole HTML document
     "The HTML of one page."
     body, n = [], 0
     for kind, x in page.blocks:
         body.append(_block_html(page, kind, x, n, arms)); n += kind in ("chart", "spec")
-    link = lambda s, t: f"<a href='{s}.html'{' class=here' if s == page.slug else ''}>{html.escape(t)}</a>"
-    links = "".join(link(s, t) for s, t in nav if not s.startswith("run-"))
-    runs = [link(s, t) for s, t in nav if s.startswith("run-")]
-    if runs: links += "<br><span class='runs'>Runs:</span> " + "".join(runs)
+    links = nav_html(nav, page.slug)
     script = f"<script src='{VENDOR_JS}'></script><script src='site.js'></script>" if n else ""
     return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(page.title)} · proposal_nb results</title>"
             f"<link rel='stylesheet' href='style.css'></head><body><nav>{links}</nav><main><h1>{html.escape(page.title)}</h1>"
@@ -117,24 +138,63 @@ def write_vendor(out_dir:Path|str, # the site folder
                                                f"vega-embed {vlc.get_vega_embed_version()}; from vl-convert-python {vlc.__version__}\n")
     return f
 
-def site_context(runs:Sequence, # the run folders (results.find_runs)
-                )->dict: # `rates` (z_tables) and `heldout` (heldout_tables)
-    "The tables several pages share: rates (Z(x), C(x)) and heldout (the evaluation tables)."
-    return dict(rates=z_tables(runs), heldout=heldout_tables(runs))
+def site_runs(results:Path|str, # the user's folder of run folders
+              published:Sequence[Path|str]=(), # folders of published run folders, read where they are
+             )->list:
+    "The user's runs (origin 'yours') first, then the published ones; a user's folder named like a published run is refused, unless it is a copy of it (then shown once)."
+    pub = [r for root in published for r in find_runs(root, "published")]
+    theirs, yours = {r.name: r for r in pub}, []
+    for r in find_runs(results, "yours"):
+        if r.name not in theirs: yours.append(r); continue
+        if r.config == theirs[r.name].config:       # a copy an older version made into results/: show the published folder once
+            print(f"[proposal_nb] site: {r.path} is a copy of the published run {theirs[r.name].path}; shown once (you may delete the copy)", file=sys.stderr)
+            continue
+        raise ValueError(f"{r.path} has the name of a published run ({theirs[r.name].path}) with another config: the site names a run's page "
+                         f"by its folder. Rename your folder, or build the site from your runs alone (proposal-nb site --no-published)")
+    return yours + pub
 
-def build_site(results_dir:Path|str="results", # folder of run folders
+def site_context(runs:Sequence, # the run folders (site_runs)
+                 published:Path|None=None, # the folder of published runs the findings table reads (None: none)
+                )->dict: # `rates` (z_tables), `heldout` (heldout_tables), `published`
+    "The tables several pages share: rates (Z(x), C(x)), heldout (the evaluation tables) and the published folder."
+    return dict(rates=z_tables(runs), heldout=heldout_tables(runs), published=published)
+
+def empty_chart(spec:dict, # a Vega-Lite spec
+               )->bool:
+    "Whether a spec carries no row of data (inline datasets and data.values all empty)."
+    rows = [r for ds in spec.get("datasets", {}).values() for r in ds]
+    def values(x):
+        if isinstance(x, dict):
+            if isinstance(x.get("data"), dict) and isinstance(x["data"].get("values"), list): yield from x["data"]["values"]
+            for v in x.values(): yield from values(v)
+        elif isinstance(x, list):
+            for v in x: yield from values(v)
+    return not rows and not any(True for _ in values(spec))
+
+def _specs(page):
+    "A page with its charts as specs, and a note in place of a chart that has no data."
+    out = []
+    for k, x in page.blocks:
+        sp = chart_spec(x) if k == "chart" else x
+        if k in ("chart", "spec") and empty_chart(sp): out.append(("p", "<span class='note'>(no data to draw here)</span>"))
+        else: out.append(("spec", sp) if k in ("chart", "spec") else (k, x))
+    return page._replace(blocks=out)
+
+def build_site(results_dir:Path|str="results", # folder of the user's run folders
                out_dir:Path|str="site/_build", # where the HTML goes (created; old pages removed)
+               published:Sequence[Path|str]=(), # folders of published runs, shown after the user's (read in place)
               )->list[Path]:
     "Build the static site from the run folders; return the written HTML pages (index.html first)."
     results, out = Path(results_dir), Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     for old in out.glob("*.html"): old.unlink()
-    runs = find_runs(results)
-    ctx = site_context(runs)
-    pages = [p for f in PAGES if (p := f(runs, results, ctx)) is not None] + [run_page(r, out) for r in runs]
-    pages = [p._replace(blocks=[("spec", chart_spec(x)) if k == "chart" else (k, x) for k, x in p.blocks]) for p in pages]
+    runs = site_runs(results, published)
+    ctx = site_context(runs, Path(published[0]) if published else None)
+    pages = [p for f in PAGES if (p := f(runs, results, ctx)) is not None] + [run_page(r, out, runs) for r in runs]
+    pages = [_specs(p) for p in pages]
     arms = sorted({a for p in pages for k, x in p.blocks if k == "spec" for a in spec_values(x, "arm")}, key=lambda a: (a != "base", a))
-    nav = [(p.slug, p.title) for p in pages]
+    group = {f"run-{r.name}": ORIGINS[r.origin] for r in runs}
+    nav = [(p.slug, p.title, group.get(p.slug, "")) for p in pages]
     write_vendor(out)
     (out / "style.css").write_text(asset("site.css")); (out / "site.js").write_text(asset("site.js"))
     written = []
@@ -149,10 +209,11 @@ def main(argv:Sequence[str]|None=None, # command-line arguments (None: sys.argv[
     ap = argparse.ArgumentParser(prog="proposal-nb-site", description=build_site.__doc__)
     ap.add_argument("--results", default="results", help="folder of run folders (default: results)")
     ap.add_argument("--out", default="site/_build", help="output folder (default: site/_build)")
+    ap.add_argument("--published", action="append", default=[], help="a folder of published runs, shown after yours (repeatable; default: none)")
     ap.add_argument("--check", action="store_true", help="then open every page in headless Chromium (verify_site); fail on errors")
     ap.add_argument("--shots", default=None, help="screenshots and check.json of --check (default: RESULTS/site)")
     a = ap.parse_args(argv)
-    pages = build_site(a.results, a.out)
+    pages = build_site(a.results, a.out, a.published)
     print(f"[proposal_nb] site: {len(pages)} pages → {Path(pages[0]).resolve()}")
     if a.check:
         rep = verify_site(a.out, a.shots or Path(a.results) / "site")
@@ -170,10 +231,10 @@ def page_for(slug:str, # page file name without .html: index, zc, training, ...,
             )->Page|None:
     "Build one page of the site (None when its tables are absent)."
     results = results_folder(results)
-    runs = find_runs(results)
+    runs = find_runs(results, "yours")
     if slug.startswith("run-"):
         run = next((r for r in runs if r.name == slug[4:]), None)
-        return None if run is None else run_page(run, Path(tempfile.mkdtemp(prefix="site-figs-")))
+        return None if run is None else run_page(run, Path(tempfile.mkdtemp(prefix="site-figs-")), runs)
     ctx = site_context(runs)
     return next((p for f in PAGES if (p := f(runs, results, ctx)) is not None and p.slug == slug), None)
 

@@ -12,9 +12,9 @@ from ..results import Run, read_table, read_json
 from .tables import ZBIN_LABELS
 
 # %% auto #0
-__all__ = ['OVERLAYS', 'SMOOTHED', 'PROMPT_SIGNAL', 'chart_spec', 'chart_specs', 'spec_values', 'thin', 'training_long',
-           'training_chart', 'from_base', 'by_run', 'metric_band_chart', 'paired_chart', 'rates_charts', 'bins_chart',
-           'train_bins_chart', 'prompt_chart', 'table_chart', 'breakeven_charts']
+__all__ = ['OVERLAYS', 'SMOOTHED', 'MEAN', 'PROMPT_SIGNAL', 'chart_spec', 'chart_specs', 'spec_values', 'thin', 'training_long',
+           'training_wide', 'training_chart', 'from_base', 'by_run', 'metric_band_chart', 'paired_chart',
+           'rates_charts', 'bins_chart', 'train_bins_chart', 'prompt_chart', 'table_chart', 'breakeven_charts']
 
 # %% ../../nbs/38b_site_charts.ipynb #c006
 def _alt():
@@ -54,14 +54,19 @@ def thin(df:pd.DataFrame, # long table with `arm`, `metric` and an ordered x col
 # %% ../../nbs/38b_site_charts.ipynb #c009
 OVERLAYS = {"ema_floor": "grad_ema_norm", "log_clip": "max_log_uw"}  # reference column: the diagnostic it is drawn over
 SMOOTHED = ("loss", "validity")                                        # diagnostics that also get a running mean
+MEAN = "__running_mean"                                                # suffix of a running-mean column in training_wide
+
+def _diagnostics(log:pd.DataFrame)->list[str]:
+    "The numeric diagnostic columns of a training log."
+    return [c for c in log.columns if c not in ("step", "epoch", "arm", "source") and pd.api.types.is_numeric_dtype(log[c])
+            and not pd.api.types.is_bool_dtype(log[c])]
 
 def training_long(log:pd.DataFrame, # stacked training logs (step, arm, numeric diagnostics)
                   window:int|None=None, # running-mean window (default: 1/50 of the longest log, at least 5)
                  )->pd.DataFrame:
-    "step, arm, metric, line ('value', 'running mean' or a reference name), value: one panel per diagnostic."
+    "Long form: step, arm, metric (the panel), line ('value', 'running mean' or the reference name), value: one panel per diagnostic."
     if "step" not in log.columns: raise ValueError(f"training log lacks a 'step' column; has {list(log.columns)}")
-    num = [c for c in log.columns if c not in ("step", "epoch", "arm", "source") and pd.api.types.is_numeric_dtype(log[c])
-           and not pd.api.types.is_bool_dtype(log[c])]
+    num = _diagnostics(log)
     log = log.sort_values(["arm", "step"])
     long = log.melt(id_vars=["step", "arm"], value_vars=num, var_name="metric").assign(line="value")
     ref = long.metric.isin([r for r, m in OVERLAYS.items() if m in num])
@@ -73,18 +78,46 @@ def training_long(log:pd.DataFrame, # stacked training logs (step, arm, numeric 
     long = pd.concat([long, *runs], ignore_index=True).dropna(subset=["value"])
     return long[np.isfinite(long.value.astype(float))]
 
-def training_chart(log:pd.DataFrame, # stacked training logs (step, arm, numeric diagnostics)
-                   max_points:int=600, # points per arm, diagnostic and line
+def training_wide(log:pd.DataFrame, # stacked training logs (step, source and/or arm, numeric diagnostics)
+                  max_cells:int=40_000, # numbers kept in all: each run keeps its share of steps (every k-th, the last kept)
+                  window:int|None=None, # running-mean window (default: 1/50 of the longest run, at least 5)
+                 )->pd.DataFrame: # run, arm, step, one column per diagnostic and per running mean
+    "One row per run and kept step: the diagnostics and the running means (computed on every step, then thinned)."
+    if "step" not in log.columns: raise ValueError(f"training log lacks a 'step' column; has {list(log.columns)}")
+    d = log.assign(run=log["source"] if "source" in log.columns else log["arm"])
+    d = d.assign(arm=d["arm"] if "arm" in d.columns else d.run).sort_values(["run", "step"])
+    num = _diagnostics(log)
+    w = window or max(5, d.groupby("run").size().max() // 50)
+    for m in [m for m in SMOOTHED if m in num]:
+        d[m + MEAN] = d.groupby("run")[m].transform(lambda v: v.rolling(w, min_periods=1).mean())
+    cols = [c for c in d.columns if c in num or c.endswith(MEAN)]
+    d = d[["run", "arm", "step", *cols]].replace([np.inf, -np.inf], np.nan)
+    per_run = max(20, max_cells // max(1, d.run.nunique() * len(cols)))
+    d = pd.concat([g.iloc[np.unique(np.r_[np.arange(0, len(g), k), len(g) - 1])] if (k := int(np.ceil(len(g) / per_run))) > 1 else g
+                   for _, g in d.groupby("run", sort=False)], ignore_index=True)
+    return d.dropna(axis=1, how="all")
+
+def _case(field:str, pairs:dict, default:str)->str:
+    "A Vega expression mapping `datum[field]` through `pairs`, else `default` (itself an expression)."
+    out = default
+    for k, v in reversed(list(pairs.items())): out = f"datum[{json.dumps(field)}] == {json.dumps(k)} ? {json.dumps(v)} : {out}"
+    return out
+
+def training_chart(log:pd.DataFrame, # stacked training logs (step, source, arm, numeric diagnostics)
+                   max_cells:int=40_000, # numbers the chart carries (see training_wide)
                   )->object: # an Altair chart faceted by diagnostic
-    "One small chart per diagnostic against step, coloured by arm; running means and reference lines dashed."
+    "One small chart per diagnostic against step, one line per run (folder); running means and reference lines dashed."
     alt = _alt()
-    long = thin(training_long(log).assign(key=lambda d: d.metric + "|" + d.line).rename(columns={"metric": "panel", "key": "metric"}),
-                "step", max_points).drop(columns="metric").rename(columns={"panel": "metric"})
-    return alt.Chart(long).mark_line(point=False).encode(
-        x=alt.X("step:Q"), y=alt.Y("value:Q", title=None), color=alt.Color("arm:N"),
+    wide = training_wide(log, max_cells)
+    keys = [c for c in wide.columns if c not in ("run", "arm", "step")]
+    mean = f"indexof(datum.key, {json.dumps(MEAN)}) >= 0"
+    panel = _case("key", OVERLAYS, f"replace(datum.key, {json.dumps(MEAN)}, '')")
+    line = _case("key", {k: k for k in OVERLAYS}, f"{mean} ? 'running mean' : 'value'")
+    return alt.Chart(wide).transform_fold(keys).transform_calculate(metric=panel, line=line).mark_line(point=False).encode(
+        x=alt.X("step:Q"), y=alt.Y("value:Q", title=None), color=alt.Color("run:N", title="run"),
         strokeDash=alt.StrokeDash("line:N", title="line", sort=["value"]),
         opacity=alt.condition(alt.datum.line == "value", alt.value(0.55), alt.value(1.0)),
-        tooltip=["arm", "step", "metric", "line", alt.Tooltip("value:Q", format=".4g")],
+        tooltip=["run:N", "arm:N", "step:Q", "metric:N", "line:N", alt.Tooltip("value:Q", format=".4g")],
     ).properties(width=260, height=150).facet(facet=alt.Facet("metric:N", title=None), columns=3).resolve_scale(y="independent")
 
 # %% ../../nbs/38b_site_charts.ipynb #c012
@@ -119,9 +152,11 @@ def metric_band_chart(summary:pd.DataFrame, # Heldout.summary rows
 
 def paired_chart(paired:pd.DataFrame, # Heldout.paired rows of one reference (a) and one or more metrics
                 )->object: # an Altair chart faceted by metric
-    "Paired per-prompt difference b − a with its CI, one row per pair, a rule at 0; coloured by b's arm."
+    "Paired per-prompt difference b − a with its CI, one row per pair (named with its run when there are several), a rule at 0; coloured by b's arm."
     alt = _alt()
-    d = paired.assign(pair=paired.b.astype(str) + " − " + paired.a.astype(str), arm=paired.arm_b.astype(str))
+    many = "source" in paired.columns and paired.source.nunique() > 1          # several runs: each pair names its run
+    d = paired.assign(pair=(paired.source.astype(str) + ": " if many else "") + paired.b.astype(str) + " − " + paired.a.astype(str),
+                      arm=paired.arm_b.astype(str))
     y = alt.Y("pair:N", title=None, sort=list(dict.fromkeys(d.pair)))
     base = alt.Chart().encode(y=y)
     ci = base.mark_rule(strokeWidth=2).encode(x=alt.X("lo:Q", title="difference (95% CI)"), x2="hi:Q", color="arm:N")
@@ -134,8 +169,10 @@ def paired_chart(paired:pd.DataFrame, # Heldout.paired rows of one reference (a)
 # %% ../../nbs/38b_site_charts.ipynb #c015
 def rates_charts(rates:pd.DataFrame, # z_tables output
                 )->object: # an Altair chart: two histograms and a scatter per potential
-    "Histograms of Z(x) and C(x) and a Z–C scatter with tooltips; one row per potential."
+    "Histograms of Z(x) and C(x) and a Z–C scatter with tooltips; one row per run and potential."
     alt = _alt()
+    if "source" in rates.columns and rates.source.nunique() > 1:          # one row of charts per run
+        return alt.vconcat(*[rates_charts(g.drop(columns="source")).properties(title=f"run: {k}") for k, g in rates.groupby("source", sort=False)])
     if "potential" in rates.columns and rates.potential.nunique() > 1:
         return alt.vconcat(*[rates_charts(g.drop(columns="potential")).properties(title=f"potential: {k}")
                              for k, g in rates.groupby("potential", sort=False)])
@@ -163,13 +200,14 @@ def bins_chart(bins:pd.DataFrame, # from bin_table
     return alt.layer(band, line, data=d).properties(width=170, height=150).facet(
         facet=alt.Facet("zbin:N", sort=ZBIN_LABELS, title=None), columns=5)
 
-def train_bins_chart(tb:pd.DataFrame, # mean training validity and visits per arm, Z(x) bin and epoch (site.tables.train_bin_table)
+def train_bins_chart(tb:pd.DataFrame, # mean training validity and visits per run, arm, Z(x) bin and epoch (site.tables.train_bin_table)
                     )->object: # an Altair chart faceted by Z(x) bin
-    "Training validity per epoch, one panel per Z(x) bin, coloured by arm."
+    "Training validity per epoch, one panel per Z(x) bin, one line per run (coloured by folder when the table names them)."
     alt = _alt()
+    run = "source" if "source" in tb.columns else "arm"
     return alt.Chart(tb).mark_line(point=True).encode(
-        x=alt.X("epoch:O"), y=alt.Y("validity:Q", title="training validity"), color="arm:N",
-        tooltip=["arm", "zbin", "epoch", alt.Tooltip("validity:Q", format=".3f"), "visits"],
+        x=alt.X("epoch:O"), y=alt.Y("validity:Q", title="training validity"), color=alt.Color(f"{run}:N", title="run"),
+        tooltip=[run, "arm", "zbin", "epoch", alt.Tooltip("validity:Q", format=".3f"), "visits"],
     ).properties(width=150, height=140).facet(facet=alt.Facet("zbin:N", sort=ZBIN_LABELS, title=None), columns=5)
 
 # %% ../../nbs/38b_site_charts.ipynb #c018
@@ -181,21 +219,22 @@ def prompt_chart(per_prompt:pd.DataFrame, # Heldout.per_prompt (+ Z, C when know
     "Per-prompt scatter per arm with a shared click selection, and the selected prompt's trajectory."
     alt = _alt()
     pp = per_prompt.copy()
+    pp["panel"] = pp.source.astype(str) + " · " + pp.arm.astype(str) if "source" in pp.columns and pp.source.nunique() > 1 else pp.arm.astype(str)
     xcol, xt = ("Z", "Z(x) from base rollouts") if "Z" in pp.columns and pp["Z"].notna().all() else ("first", f"{metric} at the first checkpoint")
     if xcol == "first": pp["first"] = pp.prompt_id.map(pp[pp.step == pp.step.min()].groupby("prompt_id")[metric].mean())
-    last = pp[pp.step == pp.groupby("arm").step.transform("max")]
+    last = pp[pp.step == pp.groupby("panel").step.transform("max")]
     sel = alt.selection_point(fields=["prompt_id"], name=PROMPT_SIGNAL, on="click", clear="dblclick")
-    tips = ["prompt_id", "arm", "checkpoint", alt.Tooltip(f"{xcol}:Q", format=".3f", title=xcol), alt.Tooltip(f"{metric}:Q", format=".3f")]
+    tips = ["prompt_id", *(["source"] if "source" in pp.columns else []), "arm", "checkpoint", alt.Tooltip(f"{xcol}:Q", format=".3f", title=xcol), alt.Tooltip(f"{metric}:Q", format=".3f")]
     tips += [alt.Tooltip("C:Q", format=".3f")] if "C" in pp.columns else []
     sc = alt.Chart(last).mark_circle(size=70).encode(
         x=alt.X(f"{xcol}:Q", title=xt), y=alt.Y(f"{metric}:Q", title=f"{metric} at the last checkpoint"),
         color=alt.condition(sel, alt.Color("arm:N"), alt.value("lightgray")),
         opacity=alt.condition(sel, alt.value(1.0), alt.value(0.35)),
         size=alt.condition(sel, alt.value(140), alt.value(50)),
-        tooltip=tips).add_params(sel).properties(width=220, height=200).facet(column=alt.Column("arm:N", title=None))
+        tooltip=tips).add_params(sel).properties(width=220, height=200).facet(facet=alt.Facet("panel:N", title=None), columns=4)
     traj = alt.Chart(from_base(pp)).mark_line(point=True).encode(
         x=alt.X("step:Q", title="training step"), y=alt.Y(f"{metric}:Q", title=f"selected prompt: {metric}"),
-        color="arm:N", detail="prompt_id:N", tooltip=tips).transform_filter({"param": PROMPT_SIGNAL, "empty": False}).properties(width=480, height=160)
+        color="arm:N", detail=["prompt_id:N", *(["source:N"] if by_run(pp) else [])], tooltip=tips).transform_filter({"param": PROMPT_SIGNAL, "empty": False}).properties(width=480, height=160)
     return alt.vconcat(sc, traj)
 
 # %% ../../nbs/38b_site_charts.ipynb #c021
@@ -218,7 +257,7 @@ def table_chart(df:pd.DataFrame, # a table: label column(s) and numeric columns
                 mark:str="point", # 'point' or 'bar'
                 cis:dict|None=None, # {column: (lo column, hi column)} where the names do not follow <col>_lo/<col>_hi
                )->object: # an Altair chart faceted by numeric column
-    "One panel per numeric column: value per label (coloured by arm), with CI rules."
+    "One panel per numeric column: value per label (coloured by arm; labels name their run when `source` holds several), with CI rules."
     alt = _alt()
     ci_cols = {x for v in (cis or {}).values() for x in v}
     num = [c for c in df.columns if pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])
@@ -229,6 +268,7 @@ def table_chart(df:pd.DataFrame, # a table: label column(s) and numeric columns
     if label == "checkpoint" and arms:
         d["label"] = np.where(d.arm.astype(str) == d.checkpoint.astype(str), d.checkpoint.astype(str), d.arm.astype(str) + "/" + d.checkpoint.astype(str))
     else: d["label"] = d[label].astype(str)
+    if "source" in d.columns and d.source.nunique() > 1: d["label"] = d.source.astype(str) + ": " + d["label"]   # several runs: a row each
     if not arms: d["arm"] = ""
     long = _table_long(d, num, cis)
     if not arms: long = long.drop(columns="arm")

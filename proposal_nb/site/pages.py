@@ -4,21 +4,22 @@
 
 # %% ../../nbs/38c_site_pages.ipynb #c001
 from __future__ import annotations
-import html, json, shutil, sys, time
+import html, json, os, sys, time
 from pathlib import Path
 from typing import NamedTuple
 import pandas as pd
 from ..results import Run, read_table, read_json, run_tables, TABLE_EXTS
 from ..analysis.findings import findings_table, PUBLISHED
-from .tables import (HEADLINE, REPORT_CARD, ZBIN_LABELS, collect, default_arm, headline_table, with_rates, bin_table,
+from .tables import (HEADLINE, REPORT_CARD, ZBIN_LABELS, collect, default_arm, config_field, shown_potential, headline_table, with_rates, bin_table,
                                      updown_table, training_draws, train_bin_table, task_texts, prompt_details, breaks_even)
 from .charts import (training_chart, metric_band_chart, paired_chart, rates_charts, bins_chart, train_bins_chart,
                                      prompt_chart, table_chart, breakeven_charts)
 
 # %% auto #0
-__all__ = ['FINDINGS_NOTE', 'MISSING_TEXT', 'CONTROL_TABLES', 'PAGES', 'Page', 'table_html', 'kinds', 'findings_blocks',
-           'page_overview', 'page_rates', 'page_training', 'page_heldout', 'page_bins', 'prompt_texts', 'page_prompts',
-           'page_report_card', 'page_calibration', 'page_breakeven', 'run_page']
+__all__ = ['FINDINGS_NOTE', 'RUN_COLUMNS', 'ORIGINS', 'MISSING_TEXT', 'CONTROL_TABLES', 'PAGES', 'Page', 'table_html', 'kinds',
+           'findings_blocks', 'related_runs', 'runs_table', 'page_overview', 'page_rates', 'page_training',
+           'page_heldout', 'page_bins', 'prompt_texts', 'page_prompts', 'page_report_card', 'page_calibration',
+           'page_breakeven', 'run_page']
 
 # %% ../../nbs/38c_site_pages.ipynb #c005
 class Page(NamedTuple):
@@ -43,36 +44,63 @@ def kinds(page:Page, # a built page
 FINDINGS_NOTE = ("The published runs used 3B and 30B coder models on DS-1000 and LiveCodeBench; these runs use other models and tasks, "
                  "so compare directions and mechanisms, not levels. Each verdict comes from a rule fixed before the campaign ran "
                  "(nbs/36_findings); an inconclusive row gives the sample size that would decide it, a row not run the folder it needs.")
+RUN_COLUMNS = ("kind", "model", "tasks", "estimator", "arm", "steps", "M", "seed")   # the overview's run table, each read with config_field
+ORIGINS = {"yours": "Your runs", "published": "Published runs", "": "Runs"}         # run origin -> the heading its runs go under
 
-def findings_blocks(results, # the results folder (the published run folders copied into it)
+def findings_blocks(published, # the folder of published run folders (None: the site has none)
                    )->list: # ('h2', ...), ('p', ...), ('table', findings) — or a line saying why the table is missing
-    "The findings table's blocks: read from the results folder's published run folders, never re-evaluated."
-    try: t = findings_table(results, PUBLISHED)
+    "The findings table's blocks: read from the published run folders, never re-evaluated."
+    head = ("h2", "Findings of the published runs")
+    if published is None: return [head, ("p", "This site shows no published runs (built from your runs alone).")]
+    try: t = findings_table(published, PUBLISHED)
     except Exception as e:                     # a malformed table: say so on the page and on stderr, build the rest
         print(f"[proposal_nb] site: findings table unavailable: {e}", file=sys.stderr)
-        return [("h2", "Findings of the published runs"), ("p", f"The findings table could not be read: {html.escape(str(e))}")]
-    return [("h2", "Findings of the published runs"), ("p", FINDINGS_NOTE),
-            ("table", t[["#", "finding", "verdict", "project", "published", "decides", "source"]])]
+        return [head, ("p", f"The findings table could not be read: {html.escape(str(e))}")]
+    return [head, ("p", FINDINGS_NOTE), ("table", t[["#", "finding", "verdict", "project", "published", "decides", "source"]])]
 
-def page_overview(runs, # the run folders (results.find_runs)
+def _link(name:str, known:set)->str:
+    return f"<a href='run-{html.escape(name)}.html'>{html.escape(name)}</a>" if name in known else html.escape(name)
+
+def related_runs(run:Run, # a run
+                 runs, # every run of the site
+                )->list[str]: # names of the runs it evaluates (an evaluation) or that evaluate it (a training run)
+    "The runs an evaluation read (its config's `runs`, or the run folders of its checkpoints), or the evaluations that read a training run."
+    def reads(r):
+        cks, rs = r.config.get("checkpoints"), r.config.get("runs")
+        adapters = [p for p in (cks.values() if isinstance(cks, dict) else []) if isinstance(p, str) and len(Path(p).parents) > 2]
+        folders = [f for f in (rs if isinstance(rs, list) else []) if isinstance(f, str)]
+        return {Path(f).name for f in folders} | {Path(p).parents[2].name for p in adapters if Path(p).parents[1].name == "checkpoints"}
+    if run.config.get("kind") == "evaluate": return sorted(reads(run))
+    return [r.name for r in runs if r.config.get("kind") == "evaluate" and run.name in reads(r)]
+
+def runs_table(runs, # run folders of one origin
+               every, # every run of the site (for links between runs)
+              )->str: # an HTML table
+    "One row per run, linked to its page: RUN_COLUMNS from its config, and the runs it evaluates or that evaluate it."
+    known = {r.name for r in every}
+    rows = [{"run": _link(r.name, known), **{k: html.escape(str(v)) if (v := config_field(r.config, k)) is not None else "" for k in RUN_COLUMNS},
+             "evaluates / evaluated by": ", ".join(_link(n, known) for n in related_runs(r, every))} for r in runs]
+    t = pd.DataFrame(rows)
+    t = t[[c for c in t.columns if (t[c] != "").any()]]
+    return t.to_html(index=False, escape=False, classes="tbl", border=0)
+
+def page_overview(runs, # the run folders (site.build.site_runs: the user's first)
                   results, # the results folder they sit in
-                  ctx:dict, # shared tables: `rates` (z_tables), `heldout` (heldout_tables)
+                  ctx:dict, # shared tables: `rates` (z_tables), `heldout` (heldout_tables), `published` (the published folder or None)
                  )->Page:
-    "The findings table, then what was run (model, tasks, arms, parameters), the headline table and the pipeline timing."
-    blocks = findings_blocks(results) + [
-        ("p", f"Built {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} from <code>{html.escape(str(Path(results).resolve()))}</code>: "
-              f"{len(runs)} run folder(s).")]
-    if runs:
-        keys = [k for k in ("kind", "model", "tasks", "estimator", "arm", "steps", "M", "seed") if any(k in r.config for r in runs)]
-        t = pd.DataFrame([{"run": f"<a href='run-{r.name}.html'>{html.escape(r.name)}</a>",
-                           **{k: html.escape(str(r.config.get(k, ""))) for k in keys}} for r in runs])
-        blocks += [("h2", "Runs"), ("html", t.to_html(index=False, escape=False, classes="tbl", border=0))]
+    "Your runs, then the published runs (settings read from their configs), the headline table, the timing, and the findings of the published runs."
+    groups = {o: [r for r in runs if r.origin == o] for o in ORIGINS}
+    yours = len(groups["yours"]) + len(groups[""])
+    blocks = [("p", f"Built {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} from <code>{html.escape(str(Path(results).resolve()))}</code>: "
+                    f"{yours} run folder(s) of yours" + (f", {len(groups['published'])} published" if groups["published"] else "") + ".")]
+    for o, title in ORIGINS.items():
+        if groups[o]: blocks += [("h2", f"{title} ({len(groups[o])})"), ("html", runs_table(groups[o], runs))]
     if ctx.get("heldout") is not None:
-        blocks += [("h2", "Headline: held-out metrics at each arm's last checkpoint (95% prompt-bootstrap CI)"),
-                   ("table", headline_table(ctx["heldout"]))]
+        hl = headline_table(ctx["heldout"])
+        blocks += [("h2", "Headline: held-out metrics at each arm's last checkpoint (95% prompt-bootstrap CI)"), ("html", table_html(hl, len(hl)))]
     timing = read_json(results, "timing")
     if timing: blocks += [("h2", "Pipeline timing (seconds)"), ("table", pd.DataFrame([timing]))]
-    return Page("index", "Overview", blocks)
+    return Page("index", "Overview", blocks + findings_blocks(ctx.get("published")))
 
 # %% ../../nbs/38c_site_pages.ipynb #c011
 def page_rates(runs, # the run folders (results.find_runs)
@@ -92,12 +120,16 @@ def page_training(runs, # the run folders (results.find_runs)
                   results, # the results folder they sit in
                   ctx:dict, # shared tables: `rates` (z_tables), `heldout` (heldout_tables)
                  )->Page|None:
-    "Step-wise training diagnostics of every arm, and training validity per epoch by Z(x) bin."
+    "Step-wise training diagnostics of every run (yours, then the published ones: a chart each), and training validity per epoch by Z(x) bin."
     log = collect(runs, "log")
     if log is None: return None
-    blocks = [("p", f"{log.arm.nunique()} arm(s), {len(log)} logged steps. Each panel is one diagnostic of the training log; "
-                    "running means and reference lines (the gradient-EMA noise floor, the clip) are drawn in the same panel."),
-              ("chart", training_chart(log))]
+    origin = {r.name: r.origin for r in runs}
+    blocks = [("p", f"{log.source.nunique()} run(s), {len(log)} logged steps. Each panel is one diagnostic of the training log, one "
+                    "line per run folder; running means and reference lines (the gradient-EMA noise floor, the clip) are dashed "
+                    "in the same panel. Long logs are thinned (every k-th step); each run's page has its own log.")]
+    for o, title in ORIGINS.items():
+        g = log[log.source.map(origin).fillna("") == o]
+        if len(g): blocks += [("h2", f"{title} ({g.source.nunique()})"), ("chart", training_chart(g))]
     td = training_draws(runs)
     if td is not None and ctx.get("rates") is not None:
         tb = train_bin_table(td, ctx["rates"])
@@ -137,8 +169,9 @@ def page_bins(runs, # the run folders (results.find_runs)
     ho, rates = ctx.get("heldout"), ctx.get("rates")
     if ho is None or rates is None or not len(ho.per_prompt): return None
     pp = with_rates(ho.per_prompt, rates).dropna(subset=["zbin"])
+    if not len(pp): return None                      # no evaluated prompt has a Z(x): nothing to draw
     m = "validity" if "validity" in pp.columns else ho.summary.metric.iloc[0]
-    pot = f" under the {rates.potential.iloc[0]} potential" if "potential" in rates.columns else ""
+    pot = f" under the {shown_potential(rates)} potential" if shown_potential(rates) else ""
     blocks = [("p", f"Mean of each metric over the held-out prompts of each Z(x) bin (Z from base rollouts{pot}) against the "
                     "training step; bands are within-bin prompt-bootstrap 95% intervals.")]
     for src, g in pp.groupby("source", sort=False):
@@ -174,6 +207,8 @@ def page_prompts(runs, # the run folders (results.find_runs)
     ho = ctx.get("heldout")
     if ho is None or not len(ho.per_prompt): return None
     pp = with_rates(ho.per_prompt, ctx.get("rates"))
+    pp = pp[[c for c in ("source", "prompt_id", "arm", "checkpoint", "step", "Z", "C", "zbin", "library", "difficulty", "split",
+                         "wacc", "pass1", "validity", "ess_per_m") if c in pp.columns]]       # what the chart and the panel show
     metric = "validity" if "validity" in pp.columns else ho.summary.metric.iloc[0]
     shown = [c for c in ("wacc", "pass1", "validity", "ess_per_m") if c in pp.columns]
     prompts, missing = prompt_texts(runs, set(ho.per_prompt.source))
@@ -191,11 +226,11 @@ def page_report_card(runs, # the run folders (results.find_runs)
     t = collect(runs, "report_card")
     if t is None: return None
     shown = [c for c in REPORT_CARD if c in t.columns]
-    cols = [c for c in t.columns if c in ("arm", "checkpoint") or c in shown or c.removesuffix("_lo").removesuffix("_hi") in shown] if shown else list(t.columns)
+    cols = [c for c in t.columns if c in ("source", "arm", "checkpoint") or c in shown or c.removesuffix("_lo").removesuffix("_hi") in shown] if shown else list(t.columns)
     return Page("report-card", "Report card", [
         ("p", "For base and every adapter on held-out prompts: ESS/M, PSIS k̂, log Z estimates, KL(π‖q) (unbiased, with CI, "
               "and upper bound) and wacc with its CI. Infinite values are left out of the chart and shown in the table."),
-        ("chart", table_chart(t[cols].drop(columns=["source"], errors="ignore"))), ("table", t)])
+        ("chart", table_chart(t[cols])), ("table", t)])
 
 CONTROL_TABLES = {  # calibration run tables of the positive control: (charted columns, their CIs)
     "primary":   (["pass_rate", "gain"], {"pass_rate": ("pass_lo", "pass_hi"), "gain": ("gain_lo", "gain_hi")}),
@@ -210,13 +245,13 @@ def page_calibration(runs, # the run folders (results.find_runs)
     "Calibration: share of visible tests passed vs hidden pass rate, and the positive control's arms."
     t = collect(runs, "calibration")
     if t is None: return None
-    d = t.drop(columns=["source"] + (["arm"] if t.arm.nunique() == 1 else []))
+    d = t.drop(columns=["arm"] if t.arm.nunique() == 1 else [])
     blocks = [("p", "Does the fitness predict the pass? Each row is a bucket of the share of visible tests passed; "
                     "the bar is the rate of passing every hidden test (95% CI)."), ("chart", table_chart(d, mark="bar")), ("table", t)]
     for name, (cols, cis) in CONTROL_TABLES.items():
         c = collect(runs, name)
         if c is None: continue
-        keep = ["arm", *[x for x in cols if x in c.columns], *[x for k in cols if k in cis for x in cis[k] if x in c.columns]]
+        keep = ["source", "arm", *[x for x in cols if x in c.columns], *[x for k in cols if k in cis for x in cis[k] if x in c.columns]]
         blocks += [("h2", f"Positive control: {name}"), ("chart", table_chart(c[keep], label="arm", cis=cis)), ("table", c)]
     return Page("calibration", "Calibration", blocks)
 
@@ -241,9 +276,9 @@ def page_breakeven(runs, # the run folders (results.find_runs)
         if t:
             flat = t.get("seconds_per_sample", t)
             blocks += [("p", "Per-sample seconds: " + ", ".join(f"{k} = {v:.3g}" for k, v in flat.items() if isinstance(v, (int, float))))]
-    keep = [c for c in ("arm", "checkpoint", "step", "pass1", "pass1_lo", "pass1_hi", "k_eq", "k_eq_lo", "k_eq_hi", "draws", "checks") if c in pc.columns]
+    keep = [c for c in ("source", "arm", "checkpoint", "step", "pass1", "pass1_lo", "pass1_hi", "k_eq", "k_eq_lo", "k_eq_hi", "draws", "checks") if c in pc.columns]
     blocks += [("h2", "Per checkpoint: pass@1, K_eq, D̄ and C̄ by arm"),
-               ("chart", table_chart(pc[keep] if len(keep) > 3 else pc.drop(columns=["source"]))), ("table", pc)]
+               ("chart", table_chart(pc[keep] if len(keep) > 4 else pc)), ("table", pc)]
     pp = collect(runs, "prompt_breakeven")
     if pp is not None: blocks += [("h2", "Per prompt"), ("table", pp)]
     return Page("breakeven", "Break-even", blocks)
@@ -253,20 +288,23 @@ def _kv(d)->pd.DataFrame:
     return pd.DataFrame([{"key": k, "value": v if isinstance(v, str) else json.dumps(v)} for k, v in d.items()])
 
 def run_page(run:Run, # the run
-             out_dir:Path, # site folder (figures are copied under runs/<name>/)
+             out_dir:Path, # site folder (figures are linked from it, relative to it)
+             runs=(), # every run of the site (links to the runs it evaluates or that evaluate it)
             )->Page:
-    "A page of one run folder: config, summary, tables and figures."
+    "A page of one run folder: config, related runs, summary, tables and figures."
     blocks = [("h2", "Config"), ("table", _kv(run.config))]
+    if rel := related_runs(run, runs):
+        known = {r.name for r in runs}
+        what = "Evaluates" if run.config.get("kind") == "evaluate" else "Evaluated by"
+        blocks.append(("p", f"{what}: " + ", ".join(_link(n, known) for n in rel)))
     s = read_json(run.path, "summary")
     if s is not None:
         items = s.items() if isinstance(s, dict) else [("summary", s)]
         blocks += [("h2", "Summary"), ("table", _kv(dict(items)))]
     figs = sorted(p for p in run.path.iterdir() if p.suffix in (".svg", ".png"))
     if figs:
-        dest = Path(out_dir) / "runs" / run.name; dest.mkdir(parents=True, exist_ok=True)
         blocks.append(("h2", "Figures"))
-        for f in figs:
-            shutil.copy2(f, dest / f.name); blocks.append(("img", (f"runs/{run.name}/{f.name}", f.name)))
+        for f in figs: blocks.append(("img", (Path(os.path.relpath(f.resolve(), Path(out_dir).resolve())).as_posix(), f.name)))
     for name, t in run_tables(run.path).items(): blocks += [("h2", f"Table {name} ({len(t)} rows)"), ("table", t)]
     return Page(f"run-{run.name}", run.name, blocks)
 

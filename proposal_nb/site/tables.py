@@ -11,9 +11,9 @@ from ..results import Run, read_table
 from ..analysis.zbins import Z_BIN_LABELS, with_zbin
 
 # %% auto #0
-__all__ = ['HEADLINE', 'REPORT_CARD', 'ZBIN_LABELS', 'default_arm', 'collect', 'z_tables', 'one_potential', 'Heldout',
-           'heldout_tables', 'headline_table', 'with_rates', 'bin_table', 'updown_table', 'training_draws',
-           'train_bin_table', 'task_texts', 'prompt_details', 'breaks_even']
+__all__ = ['HEADLINE', 'REPORT_CARD', 'ZBIN_LABELS', 'default_arm', 'collect', 'config_field', 'z_tables', 'shown_potential',
+           'one_potential', 'Heldout', 'heldout_tables', 'headline_table', 'with_rates', 'bin_table', 'updown_table',
+           'training_draws', 'train_bin_table', 'task_texts', 'prompt_details', 'breaks_even']
 
 # %% ../../nbs/38a_site_tables.ipynb #c005
 HEADLINE = ("wacc", "pass1", "validity")  # metrics of the headline table, when present
@@ -37,6 +37,17 @@ def collect(runs:Sequence[Run], # runs to read
         frames.append(t[["source", "arm", *[c for c in t.columns if c not in ("source", "arm")]]])
     return pd.concat(frames, ignore_index=True) if frames else None
 
+# %% ../../nbs/38a_site_tables.ipynb #c006a
+def config_field(config:dict, # a run's config.json
+                 key:str, # e.g. 'estimator', 'steps', 'M', 'model'
+                )->object: # the value, or None when the config holds none
+    "A setting of a run: the config's top level, else the first nested section holding `key` (a section's `name` when the value is a section)."
+    def plain(v): return v.get("name") if isinstance(v, dict) else v
+    if key in config and plain(config[key]) is not None: return plain(config[key])
+    for v in config.values():
+        if isinstance(v, dict) and (found := config_field(v, key)) is not None: return found
+    return None
+
 # %% ../../nbs/38a_site_tables.ipynb #c008
 def z_tables(runs:Sequence[Run], # runs to read
             )->pd.DataFrame|None: # source, prompt_id, Z, C (+ potential, tags), zbin as text; None if no run has a z_table
@@ -46,10 +57,17 @@ def z_tables(runs:Sequence[Run], # runs to read
     rates = with_zbin(rates.drop(columns=["arm"]).assign(prompt_id=lambda d: d.prompt_id.astype(str)))
     return rates.assign(zbin=rates.zbin.astype(str).astype(object))
 
+def shown_potential(rates:pd.DataFrame, # from z_tables
+                   )->str|None: # the potential the per-prompt views use, or None when the tables name none
+    "The potential of the per-prompt views: no_error when listed, else the first one listed; '(unnamed)' for a table without the column."
+    if "potential" not in rates.columns: return None
+    pots = list(dict.fromkeys(rates.potential.fillna("(unnamed)")))
+    return "no_error" if "no_error" in pots else pots[0]
+
 def one_potential(rates:pd.DataFrame, # from z_tables
-                 )->pd.DataFrame: # the rows of the first potential listed, one per prompt
-    "One row per prompt: the rates of the first potential listed (e.g. no_error), when there are several."
-    if "potential" in rates.columns: rates = rates[rates.potential == rates.potential.iloc[0]]
+                 )->pd.DataFrame: # the rows of one potential, one per prompt
+    "One row per prompt: the rates under `shown_potential`, when there are several potentials."
+    if (pot := shown_potential(rates)) is not None: rates = rates[rates.potential.fillna("(unnamed)") == pot]
     return rates.drop_duplicates("prompt_id")
 
 # %% ../../nbs/38a_site_tables.ipynb #c011
@@ -143,12 +161,13 @@ def training_draws(runs:Sequence[Run], # runs to read
 def train_bin_table(draws:pd.DataFrame, # training draws (arm, step, prompt_id, valid)
                     rates:pd.DataFrame, # z_tables (Z bins)
                    )->pd.DataFrame:
-    "Per arm, Z(x) bin and epoch: mean training validity and visits."
-    v = draws.groupby(["arm", "prompt_id", "step"], as_index=False).valid.mean().sort_values(["arm", "prompt_id", "step"])
-    v["epoch"] = v.groupby(["arm", "prompt_id"]).cumcount() + 1
+    "Per run (source, when the draws have one), arm, Z(x) bin and epoch: mean training validity and visits."
+    run = [c for c in ("source", "arm") if c in draws.columns]
+    v = draws.groupby([*run, "prompt_id", "step"], as_index=False).valid.mean().sort_values([*run, "prompt_id", "step"])
+    v["epoch"] = v.groupby([*run, "prompt_id"]).cumcount() + 1
     v = v.merge(one_potential(rates)[["prompt_id", "zbin"]], on="prompt_id")
-    t = v.groupby(["arm", "zbin", "epoch"], as_index=False).agg(validity=("valid", "mean"), visits=("valid", "size"))
-    return t.sort_values(["arm", "zbin", "epoch"], key=lambda c: c.map(ZBIN_LABELS.index) if c.name == "zbin" else c, ignore_index=True)
+    t = v.groupby([*run, "zbin", "epoch"], as_index=False).agg(validity=("valid", "mean"), visits=("valid", "size"))
+    return t.sort_values([*run, "zbin", "epoch"], key=lambda c: c.map(ZBIN_LABELS.index) if c.name == "zbin" else c, ignore_index=True)
 
 # %% ../../nbs/38a_site_tables.ipynb #c020
 def task_texts(config:dict, # a run's config: `tasks` ("embedded", "humaneval" or a task file / HF id) and `layout`
