@@ -61,7 +61,8 @@ FUNCS = {  # how `f` is defined (true answer: 1), and the reasons of a test comp
                      '    def __abs__(s): return 0\n    def __float__(s): return 1.0\ndef f(): return _A()', 'assertion', 'exception:TypeError'),
     'int_subclass': ('class _I(int):\n    def __eq__(s, o): return True\n    def __ne__(s, o): return False\n    __hash__ = int.__hash__\n'
                      'def f(): return _I(5)', 'assertion', 'exception:TypeError'),  # a handle: no arithmetic with it
-    'caller_frame': ('def f():\n    g = sys._getframe(1)\n    return next((v for v in g.f_locals.values() if type(v) is int), 0) + 7', 'assertion', 'assertion'),
+    'caller_frame': ('def f():\n    for v in sys._getframe(1).f_locals.values():\n        if v.__class__ is int: return v + 7\n    return 7',
+                     'assertion', 'assertion'),  # (no builtin the grammar may rebind)
     'patched_abs': ('builtins.abs = lambda x: 0\nimport math\nmath.isclose = lambda *a, **k: True\ndef f(): return 3', 'assertion', 'assertion'),
 }
 

@@ -236,7 +236,8 @@ def test_fork_chains_leave_nothing_and_raise_nothing(grader):
     assert all(v.reason in ('timeout', 'early-exit', 'killed') for v in vs), vs
     assert [v.reason for v in ex.run(['print(1)'])] == ['ok']
     time.sleep(0.3)
-    live = {p.name: _state(p) for p in Path('/proc').iterdir() if p.name.isdigit() and _uid(p) in range(61000, 63000)}
+    base = ex.isolation['uid_base'] or 0  # this executor's block of uids (another executor's candidates are not ours)
+    live = {p.name: _state(p) for p in Path('/proc').iterdir() if p.name.isdigit() and _uid(p) in range(base, base + 1024)}
     live = {k: v for k, v in live.items() if v not in ('Z', '')}
     assert len(live) <= 2 * ex.workers, live  # at most the pre-forked candidate and judge of each slot
 
@@ -249,6 +250,17 @@ def _state(p: Path) -> str:
 def _uid(p: Path) -> int:
     try: return int((p / 'status').read_text().split('\nUid:\t', 1)[1].split()[0])
     except (OSError, IndexError): return -1
+
+
+def test_two_executors_never_share_a_uid(grader):
+    "kill(-1) or ptrace across executors on one machine would need a shared uid: each server has a block of its own."
+    _, _, ex = grader
+    with Executor(workers=2, warm_imports=()) as other:
+        a, b = ex.isolation['uid_base'], other.isolation['uid_base']
+        if a is None: pytest.skip(f'no uid per slot here: {ex.isolation}')
+        assert abs(a - b) >= 1024, (a, b)
+        who = 'import os\nprint(os.getuid())'
+        assert int(ex.run([who])[0].stdout) in range(a, a + 512) and int(other.run([who])[0].stdout) in range(b, b + 512)
 
 
 def test_nothing_a_program_does_raises_infrastructure_error():

@@ -9,10 +9,10 @@ from . import judge as wire  # a module, not its functions: nothing here is a ha
 
 # %% auto #0
 __all__ = ['MS_RDONLY', 'MS_NOSUID', 'MS_NODEV', 'MS_NOEXEC', 'MS_REMOUNT', 'MS_BIND', 'MS_REC', 'MS_PRIVATE', 'NEWNS', 'NEWUTS',
-           'NEWIPC', 'NEWUSER', 'NEWPID', 'NEWNET', 'COLD_BOOT', 'landlock_abi', 'seccomp_program', 'SlotCgroup',
-           'make_cgroups', 'remove_cgroups', 'tree_cpu', 'oom_kills', 'populated', 'kill_tree', 'root_binds',
-           'build_root', 'enter_namespaces', 'confine_candidate', 'zygote_main', 'Candidate', 'Supervisor', 'JudgeLink',
-           'end_reason', 'same_output']
+           'NEWIPC', 'NEWUSER', 'NEWPID', 'NEWNET', 'COLD_BOOT', 'UID_STRIDE', 'landlock_abi', 'seccomp_program',
+           'SlotCgroup', 'make_cgroups', 'remove_cgroups', 'tree_cpu', 'oom_kills', 'populated', 'kill_tree',
+           'root_binds', 'build_root', 'enter_namespaces', 'confine_candidate', 'zygote_main', 'Candidate', 'uid_base',
+           'Supervisor', 'JudgeLink', 'end_reason', 'same_output']
 
 # %% ../../nbs/21a_runner.ipynb #a007
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -463,12 +463,20 @@ def _memfd(data:bytes)->int:
     return fd
 
 # %% ../../nbs/21a_runner.ipynb #a026
+UID_STRIDE = 1024  # uids a server holds: candidates from its base, judges from base + 512 (so at most 512 slots)
+
+def uid_base(pid:int, # the server's pid (outside its pid namespace)
+            )->int:
+    "The first uid of a server's block: unused by any account, distinct for servers alive at the same time."
+    return 200_000 + (pid % 1_000_000) * UID_STRIDE
+
+#| export
 class Supervisor:
     "A slot's supervisor: its zygote, its two cgroup leaves, its candidates' uid, a pre-forked judge."
     def __init__(self, slot:int, cfg:dict, cgs:Sequence[SlotCgroup]):
         self.slot, self.cfg, self.cgs = slot, cfg, tuple(cgs)
         self.uid = cfg['uid_base'] + slot if cfg['uids'] else None
-        self.judge_uid = cfg['uid_base'] + 1000 + slot if cfg['uids'] else None
+        self.judge_uid = cfg['uid_base'] + UID_STRIDE // 2 + slot if cfg['uids'] else None
         a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         pid = os.fork()
         if pid == 0:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import NamedTuple, Sequence
 from .judge import IOCase
 from .runner import (Supervisor, make_cgroups, remove_cgroups, enter_namespaces, landlock_abi,
-                                          seccomp_program)
+                                          seccomp_program, uid_base, UID_STRIDE)
 
 # %% auto #0
 __all__ = ['Verdict', 'InfrastructureError', 'Executor', 'request']
@@ -71,16 +71,17 @@ def _server_main():
         from proposal_nb.programs import judge
         cfg['judge_source'] = Path(judge.__file__).read_text()
     layout, cgs = make_cgroups(2 * cfg['workers'], cfg['memory_mb'], cfg['nproc'] + 2) if cfg['cgroups'] else ('off', [])
-    ns = 'none'
+    ns, outer = 'none', os.getpid()
+    if cfg['workers'] > UID_STRIDE // 2: os.write(1, f'E at most {UID_STRIDE // 2} workers\n'.encode()); return
     if cfg['namespaces']:
         ns = enter_namespaces(cfg['root'], lambda: remove_cgroups(cgs))
     elif cgs: import atexit; atexit.register(remove_cgroups, cgs)
     private = 'pivot_root' in ns
     cfg.update(private=private, uids=private and os.getuid() == 0, landlock=cfg['landlock'] and landlock_abi() > 0,
-               seccomp=cfg['seccomp'] and seccomp_program() is not None, uid_base=61000)
+               seccomp=cfg['seccomp'] and seccomp_program() is not None, uid_base=uid_base(outer))
     if not private:
         cfg['rundir'] = cfg['scratch']
-    info = dict(namespaces=ns, cgroups=layout, uids='one per slot' if cfg['uids'] else 'shared',
+    info = dict(namespaces=ns, cgroups=layout, uids='one per slot' if cfg['uids'] else 'shared', uid_base=cfg['uid_base'] if cfg['uids'] else None,
                 landlock=landlock_abi() if cfg['landlock'] else 0,
                 seccomp=platform.machine() if cfg['seccomp'] else 'none', private_tmp=private)
     slots, results = {}, {}
