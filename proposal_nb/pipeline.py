@@ -873,7 +873,7 @@ def format_report(r:dict, # from environment_report
     return "\n".join([f"torch {r['torch']} ({'CUDA ' + r['cuda'] if r['cuda'] else 'CPU build'}) · {gpus}",
                       f"run notebooks: device {r['device']}, dtype {r['dtype']}",
                       f"model {r['model']} · fast sampler: {r['fast_sampler']}",
-                      f"vLLM: {r['vllm'] or 'not installed (GPU: bash scripts/setup.sh --gpu --vllm; CPU: bash scripts/setup_vllm.sh)'}"])
+                      f"vLLM: {r['vllm'] or f'not installed ({VLLM_REMEDY})'}"])
 
 # %% ../nbs/39_pipeline.ipynb #c020
 def steps_help(results:str|Path="results", # the results folder the steps would write into

@@ -3,8 +3,11 @@
 #   bash scripts/main.sh [proposal-nb options]   e.g. --results DIR, --only theory z, --help
 #   bash scripts/main.sh --lab [jupyter options]  set up with JupyterLab, then open the notebooks on the project's
 #                                                 kernel (.venv's python), e.g. --no-browser --port 8888
+# Paths are the caller's: run from another folder, the job writes into that folder's results/ (or --results DIR).
 set -euo pipefail
+here=$PWD
 cd "$(dirname "$0")/.."
+repo=$PWD
 if [ "${1:-}" = "--lab" ]; then
   shift
   bash scripts/setup.sh --lab
@@ -12,4 +15,5 @@ if [ "${1:-}" = "--lab" ]; then
   exec .venv/bin/jupyter lab --ServerApp.root_dir="$PWD" "${root[@]}" "$@" nbs/index.ipynb
 fi
 bash scripts/setup.sh
-exec .venv/bin/proposal-nb "$@"
+cd "$here"
+exec "$repo/.venv/bin/proposal-nb" "$@"
