@@ -41,11 +41,12 @@ def collect(runs:Sequence[Run], # runs to read
 def config_field(config:dict, # a run's config.json
                  key:str, # e.g. 'estimator', 'steps', 'M', 'model'
                 )->object: # the value, or None when the config holds none
-    "A setting of a run: the config's top level, else the first nested section holding `key` (a section's `name` when the value is a section)."
+    "A setting of a run: the config's top level, else the first nested section holding `key` (a section's `name` when the value is a section; in a list of sections, the last one's)."
     def plain(v): return v.get("name") if isinstance(v, dict) else v
     if key in config and plain(config[key]) is not None: return plain(config[key])
     for v in config.values():
-        if isinstance(v, dict) and (found := config_field(v, key)) is not None: return found
+        for s in (reversed(v) if isinstance(v, list) else [v]):
+            if isinstance(s, dict) and (found := config_field(s, key)) is not None: return found
     return None
 
 # %% ../../nbs/38a_site_tables.ipynb #c008
