@@ -73,16 +73,22 @@ def related_runs(run:Run, # a run
     if run.config.get("kind") == "evaluate": return sorted(reads(run))
     return [r.name for r in runs if r.config.get("kind") == "evaluate" and run.name in reads(r)]
 
+def _cell(v)->str:
+    "A config value for a table cell: an absolute path shows its last part (the whole path on hover)."
+    if v is None: return ""
+    s = str(v)
+    return f"<span title='{html.escape(s)}'>{html.escape(Path(s).name)}</span>" if s.startswith("/") and len(s) > 30 else html.escape(s)
+
 def runs_table(runs, # run folders of one origin
                every, # every run of the site (for links between runs)
               )->str: # an HTML table
     "One row per run, linked to its page: RUN_COLUMNS from its config, and the runs it evaluates or that evaluate it."
     known = {r.name for r in every}
-    rows = [{"run": _link(r.name, known), **{k: html.escape(str(v)) if (v := config_field(r.config, k)) is not None else "" for k in RUN_COLUMNS},
+    rows = [{"run": _link(r.name, known), **{k: _cell(config_field(r.config, k)) for k in RUN_COLUMNS},
              "evaluates / evaluated by": ", ".join(_link(n, known) for n in related_runs(r, every))} for r in runs]
     t = pd.DataFrame(rows)
     t = t[[c for c in t.columns if (t[c] != "").any()]]
-    return t.to_html(index=False, escape=False, classes="tbl", border=0)
+    return "<div class='scroll'>" + t.to_html(index=False, escape=False, classes="tbl", border=0) + "</div>"
 
 def page_overview(runs, # the run folders (site.build.site_runs: the user's first)
                   results, # the results folder they sit in
