@@ -13,8 +13,9 @@ from ..theory.identities import kish_ess
 
 # %% auto #0
 __all__ = ['ess', 'log_weights', 'log_normalize', 'snis_weights', 'log_mean_weight', 'snis_mean', 'ess_np', 'log_mean_weight_np',
-           'log_normalize_np', 'snis_mean_np', 'WeightIdentity', 'weight_identity', 'clip_log_weights',
-           'relative_log_cap', 'PSIS', 'psis']
+           'log_normalize_np', 'snis_mean_np', 'WeightIdentity', 'weight_identity', 'sampler_logq', 'IdentitySums',
+           'identity_sums', 'window_identity', 'detectable_inflation', 'clip_log_weights', 'relative_log_cap', 'PSIS',
+           'psis']
 
 # %% ../../nbs/10_weights.ipynb #c005
 def _check(name:str, x:Tensor)->Tensor:
@@ -130,6 +131,54 @@ def weight_identity(log_ratio:np.ndarray, # log p(y) − log q(y) per draw y ~ q
     w = np.exp(lr)
     return WeightIdentity(n, float(w.mean()) if n else math.nan, float(w.std(ddof=1) / math.sqrt(n)) if n > 1 else math.nan,
                           float(fin.mean()) if len(fin) else math.nan, float(fin.std(ddof=1)) if len(fin) > 1 else math.nan)
+
+# %% ../../nbs/10_weights.ipynb #c011i
+def sampler_logq(sampler_logq:Tensor, # [...] log s(y): the sampler's own log-probs of its draws, summed per sequence
+                 scorer_logq:Tensor, # [...] log σ(y): the trainer's log q of the same tokens, with its graph
+                )->Tensor: # [...] float64: value log s, gradient ∇ log σ
+    "Log q for a weighted update: the sampler's density as the value, the scorer's as the gradient."
+    s = torch.as_tensor(sampler_logq, dtype=torch.float64).to(scorer_logq.device)
+    if s.shape != scorer_logq.shape: raise ValueError(f"sampler log q has shape {tuple(s.shape)}, the scorer's {tuple(scorer_logq.shape)}")
+    if torch.isnan(s).any(): raise ValueError(f"sampler log q has NaN at {torch.isnan(s).nonzero()[0].tolist()}")
+    sc = scorer_logq.double()
+    return s + (sc - sc.detach())
+
+# %% ../../nbs/10_weights.ipynb #c011m
+class IdentitySums(NamedTuple):
+    "What one step's draws add to the identity check: counts and sums of w = p/q and of the finite log ratios."
+    n: int        # draws
+    s1: float     # Σ w
+    s2: float     # Σ w²
+    n_fin: int    # draws with a finite log ratio
+    l1: float     # Σ log w over those
+    l2: float     # Σ (log w)² over those
+
+def identity_sums(log_ratio:np.ndarray, # log p − log q per draw (−inf: a weight of 0)
+                 )->IdentitySums:
+    "A step's contribution to a window's E_q[p/q] check."
+    lr = _check_np("log_ratio", log_ratio).reshape(-1)
+    w, fin = np.exp(lr), lr[np.isfinite(lr)]
+    with np.errstate(over="ignore"): s2 = float((w * w).sum())
+    return IdentitySums(len(lr), float(w.sum()), s2, len(fin), float(fin.sum()), float((fin * fin).sum()))
+
+def window_identity(sums:list, # IdentitySums (or tuples of its fields) of the window's steps
+                   )->WeightIdentity:
+    "The weight identity over a window of steps, from their sums (equal to `weight_identity` on the pooled draws)."
+    a = np.asarray([tuple(s) for s in sums], dtype=np.float64).reshape(-1, 6).sum(0)
+    n, s1, s2, nf, l1, l2 = a
+    var = lambda k, x1, x2: (x2 - x1 * x1 / k) / (k - 1) if k > 1 else math.nan
+    mean = s1 / n if n else math.nan
+    se = math.sqrt(max(var(n, s1, s2), 0.0) / n) if n > 1 and math.isfinite(s2) else (math.inf if n > 1 else math.nan)
+    return WeightIdentity(int(n), mean, se, l1 / nf if nf else math.nan, math.sqrt(max(var(nf, l1, l2), 0.0)) if nf > 1 else math.nan)
+
+def detectable_inflation(se:float, # the window's standard error of the mean of p/q
+                         z:float=3.0, # the check's threshold, in SE
+                         power:float=0.95, # the chance of flagging it in one window
+                        )->tuple[float, float]: # (inflation δ of the mean, log-ratio noise sd σ with e^{σ²/2} = 1 + δ)
+    "The smallest inflation of E_q[p/q] a window flags with `power`, and the noise that causes it."
+    from scipy.stats import norm
+    d = (z + float(norm.ppf(power))) * se
+    return d, math.sqrt(2 * math.log1p(d))
 
 # %% ../../nbs/10_weights.ipynb #c013
 def clip_log_weights(logw:Tensor, # [..., M] log weights

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/24_densities.ipynb #c001
 from __future__ import annotations
-import math, itertools
+import contextlib, copy, math, itertools
 from dataclasses import dataclass
 from collections.abc import Sequence
 
@@ -12,8 +12,9 @@ import torch
 import torch.nn.functional as F
 
 # %% auto #0
-__all__ = ['DecodingConfig', 'pack', 'seen_masks', 'completion_logits', 'completion_token_logprobs', 'completion_logprobs',
-           'enumerate_completions', 'score_pq', 'pack_rows', 'packed_token_logprobs', 'score_tokens']
+__all__ = ['SCORING_MODES', 'DecodingConfig', 'pack', 'seen_masks', 'completion_logits', 'completion_token_logprobs',
+           'completion_logprobs', 'enumerate_completions', 'score_pq', 'pack_rows', 'packed_token_logprobs',
+           'score_tokens', 'fixed_shape_token_logprobs', 'prior_token_logprobs']
 
 # %% ../../nbs/24_densities.ipynb #c005
 @dataclass(frozen=True)
@@ -287,3 +288,69 @@ def score_tokens(peft_model, # a PeftModel: adapter on = q, off = p
         lq, m = packed_token_logprobs(peft_model, prompt_ids, completion_ids, pad)
         return lq, lp, m
     return score_pq(peft_model, prompt_ids, completion_ids, prior_config, proposal_config, nucleus, batch_size=batch_size, per_token=True)
+
+# %% ../../nbs/24_densities.ipynb #c040
+SCORING_MODES = ("model", "fp32_prior", "fixed_shape")
+
+def fixed_shape_token_logprobs(model, # a causal LM or PeftModel (scored as it is: disable the adapter for p)
+                               prompt_ids:Sequence[Sequence[int]], # token ids of each prompt
+                               completion_ids:Sequence[Sequence[int]], # token ids of each completion (≥ 1 token)
+                               rows:int=8, # sequences per forward pass, always exactly this many (padding rows fill a group)
+                               bucket:int=64, # a row's width is its own length rounded up to a multiple of this
+                               pad_id:int=0, # filler after a sequence and in padding rows
+                              )->tuple[torch.Tensor, torch.Tensor]: # ([N, T] float32 log-probs, 0 past each end; [N, T] mask)
+    "Per-token log p(y_t | x, y_<t), each sequence alone in a row of a shape fixed by its own length: batch-invariant."
+    P, C = _as_lists(prompt_ids), _as_lists(completion_ids)
+    if len(P) != len(C): raise ValueError(f"{len(P)} prompts but {len(C)} completions")
+    for i, (p, c) in enumerate(zip(P, C)):
+        if not p or not c: raise ValueError(f"sequence {i} has an empty {'prompt' if not p else 'completion'}")
+    if rows < 1 or bucket < 1: raise ValueError(f"rows={rows} and bucket={bucket} must be ≥ 1")
+    dev = _device(model)
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    head = base.get_output_embeddings()
+    T = max(len(c) for c in C)
+    out = torch.zeros(len(C), T, device=dev, dtype=torch.float32)
+    width = lambda i: -(-(len(P[i]) + len(C[i]) - 1) // bucket) * bucket
+    by_w = {}
+    for i in range(len(P)): by_w.setdefault(width(i), []).append(i)
+    for W, idx in sorted(by_w.items()):
+        for s in range(0, len(idx), rows):
+            group = idx[s:s + rows]
+            ids = torch.full((rows, W), pad_id, dtype=torch.long)
+            for r, i in enumerate(group):
+                seq = P[i] + C[i][:-1]
+                ids[r, :len(seq)] = torch.tensor(seq)
+            pos = torch.arange(W).expand(rows, W)
+            h = base.model(input_ids=ids.to(dev), position_ids=pos.to(dev), use_cache=False).last_hidden_state
+            for r, i in enumerate(group):
+                lp = head(h[r:r + 1]).float().log_softmax(-1)[0]                  # [W, V]: the same shape for every row of width W
+                k, a = len(C[i]), len(P[i]) - 1
+                out[i, :k] = lp[a:a + k].gather(-1, torch.tensor(C[i], device=dev)[:, None])[:, 0]
+    mask = torch.arange(T, device=dev)[None] < torch.tensor([len(c) for c in C], device=dev)[:, None]
+    return out, mask
+
+@torch.no_grad()
+def prior_token_logprobs(model, # the training copy: a PeftModel (scored with its adapter off) or the base LM
+                         prompt_ids:Sequence[Sequence[int]], # token ids of each prompt
+                         completion_ids:Sequence[Sequence[int]], # token ids of each completion
+                         mode:str="model", # one of SCORING_MODES
+                         prior_model=None, # the float32 copy of the base model (mode 'fp32_prior')
+                         config:DecodingConfig=DecodingConfig(), # the prior sampler's config
+                         batch_size:int=8, # rows per pass (the padded path; fixed_shape's group size)
+                        )->tuple[torch.Tensor, torch.Tensor]: # ([N, T] float64 log p per token, 0 past each end; [N, T] mask)
+    "Per-token log p of each completion in a scoring mode: the model's own pass, a float32 prior, or fixed shapes."
+    if mode not in SCORING_MODES: raise ValueError(f"unknown scoring mode {mode!r}; use one of {', '.join(SCORING_MODES)}")
+    if mode == "fp32_prior":
+        if prior_model is None: raise ValueError("scoring mode 'fp32_prior' needs prior_model: the float32 copy of the base model (models.prior_copy)")
+        m, ctx = prior_model, contextlib.nullcontext()
+    else: m, ctx = model, (model.disable_adapter() if hasattr(model, "disable_adapter") else contextlib.nullcontext())
+    with ctx:
+        if mode == "fixed_shape":
+            if not config.is_plain: raise ValueError(f"scoring mode 'fixed_shape' scores the model's own distribution; the prior {config} needs 'fp32_prior'")
+            pad = getattr(getattr(m, "config", None), "pad_token_id", None) or 0
+            lp, mask = fixed_shape_token_logprobs(m, prompt_ids, completion_ids, rows=batch_size, pad_id=pad)
+        elif config.is_plain:
+            pad = getattr(getattr(m, "config", None), "pad_token_id", None) or 0
+            lp, mask = packed_token_logprobs(m, prompt_ids, completion_ids, pad)
+        else: lp, mask = completion_token_logprobs(m, prompt_ids, completion_ids, config, batch_size=batch_size)
+    return lp.double(), mask

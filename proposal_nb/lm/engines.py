@@ -2,7 +2,7 @@
 
 # %% ../../nbs/25a_engines.ipynb #c001
 from __future__ import annotations
-import importlib.util, tempfile
+import importlib.util, math, tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -12,14 +12,14 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 
-from .densities import DecodingConfig
+from .densities import DecodingConfig, completion_token_logprobs
 from .generation import (Generation, HFGenerator, TokenText, VLLMGenerator, stop_point, key_hash,
                                     keyed_gumbel, _as_set)
 
 # %% auto #0
 __all__ = ['FAST_ARCHITECTURES', 'ENGINES', 'WEIGHT_TOLERANCE', 'StopRule', 'stop_rule', 'stop_update', 'fast_support',
            'decode_layer', 'FastSampler', 'Draws', 'FastEngine', 'HFEngine', 'VLLMEngine', 'pick_engine', 'make_engine',
-           'WeightCheckError', 'WeightDelta', 'check_weights']
+           'WeightCheckError', 'WeightDelta', 'check_weights', 'EngineLogprobsError', 'own_logprobs']
 
 # %% ../../nbs/25a_engines.ipynb #c007
 class StopRule(NamedTuple):
@@ -142,6 +142,7 @@ class FastSampler:
                  compile:bool|dict=False, # torch.compile the decode layer (a dict: its keyword arguments)
                  stop:StopRule|None=None, # eos / fence tables; None: fixed length unless `sample` names a stop id
                  config:DecodingConfig=DecodingConfig(), # the distribution drawn (any non-greedy config, e.g. a card sampler's)
+                 prompt_end:int|None=None, # cache column where every prompt ends (a fixed layout: a row's numerics depend on it alone); None: the call's longest prompt
                 ):
         why = fast_support(model)
         if why: raise ValueError(why)
@@ -150,6 +151,8 @@ class FastSampler:
         base = model.get_base_model() if hasattr(model, "get_base_model") else model
         c = base.config
         self.B, self.max_len = batch, max_len
+        if prompt_end is not None and not 1 <= prompt_end < max_len: raise ValueError(f"prompt_end={prompt_end} must be in 1..{max_len - 1}")
+        self.prompt_end = prompt_end
         self.H, self.KV = c.num_attention_heads, c.num_key_value_heads
         self.dh = getattr(c, "head_dim", None) or c.hidden_size // self.H
         p = next(base.parameters()); dev, dt = p.device, p.dtype
@@ -178,6 +181,8 @@ class FastSampler:
         self.done = z(torch.bool)
         self.out = torch.zeros(batch, max_len, dtype=torch.long, device=dev)
         self.lp = torch.zeros(batch, max_len, dtype=torch.float32, device=dev)
+        self.force = torch.full((batch, max_len), -1, dtype=torch.long, device=dev)   # forced rows: the token at t (−1: drawn)
+        self.flen = z()                                                                # forced rows: completion length (0: a drawn row)
         self.temperature = torch.ones((), device=dev, dtype=torch.float32)
         self._rule = stop if stop is None else StopRule(*(x.to(dev) if torch.is_tensor(x) else x for x in stop))
         self.pad_id = 0
@@ -228,11 +233,14 @@ def _choose(self:FastSampler, logits:torch.Tensor):
     if self.config.is_plain: lp = (logits.float() / self.temperature).log_softmax(-1)
     else: lp = self.config.logprobs(logits, self.seen)                  # the serving order; −inf outside the kept set
     tok = (lp + keyed_gumbel(self.h, self.t, lp.shape[-1])).argmax(-1)
+    f = self.force.gather(1, self.t.expand(self.B)[:, None])[:, 0]
+    tok = torch.where(f >= 0, f, tok)                                     # a forced row follows its given tokens
     tok = torch.where(self.done, torch.full_like(tok, self.pad_id), tok)
     tlp = lp.gather(-1, tok[:, None])[:, 0]
-    if self._rule is not None:
-        stop = stop_update(self._rule, tok, self.count, self.run) & ~self.done
-        self.length.copy_(torch.where(stop, self.t + 1, self.length)); self.done |= stop
+    forced = self.flen > 0
+    stop = (stop_update(self._rule, tok, self.count, self.run) if self._rule is not None else torch.zeros_like(self.done)) & ~self.done
+    stop = torch.where(forced, (self.t + 1 >= self.flen) & ~self.done, stop)   # a forced row stops at its own end
+    self.length.copy_(torch.where(stop, self.t + 1, self.length)); self.done |= stop
     self.out.index_copy_(1, self.t, tok[:, None]); self.lp.index_copy_(1, self.t, tlp[:, None])
     self.tok.copy_(tok)
     if self.seen is not None: self.seen.scatter_(1, tok[:, None], True)
@@ -265,7 +273,7 @@ FastSampler._prefill, FastSampler._choose, FastSampler._step, FastSampler._captu
 
 # %% ../../nbs/25a_engines.ipynb #c016
 class Draws(NamedTuple):
-    "What one `FastSampler.draw` call returns (rows in prompt-major order)."
+    "What one `FastSampler.draw` call returns (rows in prompt-major order, then the forced rows)."
     tokens: torch.Tensor    # [R, n] completion ids (padding after a row's stop)
     logprobs: torch.Tensor  # [R, n] the sampler's own per-token log-probs (0 after the stop)
     lengths: torch.Tensor   # [R] tokens up to and including the stop (n where none)
@@ -277,34 +285,43 @@ def _draw(self:FastSampler, prompts:Sequence[Sequence[int]], # token ids of each
          keys:torch.Tensor, # [rows] int64 row keys, prompt-major
          temperature:float=1.0, # sampling temperature (no truncation)
          check_every:int=16, # decode steps between checks whether every row stopped (a host sync)
+         forced:Sequence[tuple]=(), # (prompt ids, completion ids) pairs: rows after the draws that follow the given tokens
         )->Draws:
-    "Draw `n` completions of each prompt; row r's draw depends only on its prompt, its key and the weights."
+    "Draw `n` completions of each prompt; row r's draw depends only on its prompt, its key and the weights. Forced rows get the log-probs of their tokens under the same categoricals."
     counts = [n] * len(prompts) if isinstance(n, int) else [int(c) for c in n]
-    if len(counts) != len(prompts) or min(counts, default=0) < 1: raise ValueError(f"need one draw count ≥ 1 per prompt, got {n} for {len(prompts)} prompts")
-    R = sum(counts)
-    if R < 1 or R > self.B: raise ValueError(f"{len(prompts)} prompts × {n} draws = {R} rows; this sampler holds 1..{self.B}")
+    if len(counts) != len(prompts) or min(counts, default=1) < 1: raise ValueError(f"need one draw count ≥ 1 per prompt, got {n} for {len(prompts)} prompts")
+    fP, fC = [list(map(int, p)) for p, _ in forced], [list(map(int, c)) for _, c in forced]
+    R, F = sum(counts), len(fC)
+    if R + F < 1 or R + F > self.B: raise ValueError(f"{len(prompts)} prompts × {n} draws + {F} forced = {R + F} rows; this sampler holds 1..{self.B}")
     keys = torch.as_tensor(keys, dtype=torch.long).reshape(-1)
     if len(keys) != R: raise ValueError(f"keys has {len(keys)} entries for {R} rows")
-    lens = [len(p) for p in prompts]
-    end = max(lens)
+    lens = [len(p) for p in prompts] + [len(p) for p in fP]
+    end = max(lens) if self.prompt_end is None else self.prompt_end
     if min(lens) < 1: raise ValueError(f"prompt {lens.index(min(lens))} is empty")
+    if max(lens) > end: raise ValueError(f"a prompt of {max(lens)} tokens does not fit the sampler's prompt region of {end}")
     if end + new_tokens > self.max_len: raise ValueError(f"a prompt of {end} + {new_tokens} new tokens exceeds max_len={self.max_len}")
+    for i, c in enumerate(fC):
+        if not 1 <= len(c) <= new_tokens: raise ValueError(f"forced completion {i} has {len(c)} tokens; it needs 1..{new_tokens}")
     dev = self.device
     if temperature != 1 and not self.config.is_plain: raise ValueError(f"temperature={temperature} on top of {self.config}: set the temperature in the config")
     self.temperature.fill_(temperature)
     if self.seen is not None: self.seen.zero_()
-    for x in (self.count, self.run, self.start, self.plen): x.zero_()
-    self.length.fill_(new_tokens); self.done.fill_(True); self.done[:R] = False
+    for x in (self.count, self.run, self.start, self.plen, self.flen): x.zero_()
+    self.force.fill_(-1)
+    for i, c in enumerate(fC):
+        self.force[R + i, :len(c)] = torch.tensor(c, dtype=torch.long, device=dev); self.flen[R + i] = len(c)
+    self.length.fill_(new_tokens); self.done.fill_(True); self.done[:R + F] = False
     h = torch.zeros(self.B, dtype=torch.int32); h[:R] = key_hash(keys)
     self.h.copy_(h.to(dev))
     first = torch.zeros(self.B, self.vocab, device=dev, dtype=torch.float32)
-    for j, p in enumerate(prompts):
-        rows = slice(sum(counts[:j]), sum(counts[:j + 1]))
+    bounds = [sum(counts[:j]) for j in range(len(counts) + 1)]
+    groups = [(p, slice(bounds[j], bounds[j + 1])) for j, p in enumerate(prompts)] + [(p, slice(R + i, R + i + 1)) for i, p in enumerate(fP)]
+    for p, rows in groups:
         first[rows] = self._prefill(torch.as_tensor(p, dtype=torch.long, device=dev), rows, end - len(p))
         self.start[rows] = end - len(p); self.plen[rows] = len(p)
         if self.seen is not None: self.seen[rows].index_fill_(1, torch.as_tensor(p, dtype=torch.long, device=dev), True)
-    self.start[R:] = end                                          # idle rows attend to their own tokens only
-    self.plen[R:] = 1
+    self.start[R + F:] = end                                      # idle rows attend to their own tokens only
+    self.plen[R + F:] = 1
     self.t.zero_(); self.pos.fill_(end)
     self._choose(first)
     self.t.fill_(1)                                               # the first token enters the cache at column `end`
@@ -314,10 +331,10 @@ def _draw(self:FastSampler, prompts:Sequence[Sequence[int]], # token ids of each
         if self.graph: self._cuda_graph.replay()
         else: self._step()
         done_n += 1
-        if self._rule is not None and done_n % check_every == 0 and bool(self.done.all()): break
-    L = self.length[:R].clamp(max=done_n)
+        if (self._rule is not None or F) and done_n % check_every == 0 and bool(self.done.all()): break
+    L = self.length[:R + F].clamp(max=done_n)
     keep = torch.arange(done_n, device=dev)[None] < L[:, None]
-    return Draws(torch.where(keep, self.out[:R, :done_n], self.pad_id).clone(), (self.lp[:R, :done_n] * keep).clone(), L.clone())
+    return Draws(torch.where(keep, self.out[:R + F, :done_n], self.pad_id).clone(), (self.lp[:R + F, :done_n] * keep).clone(), L.clone())
 
 FastSampler.draw = _draw
 
@@ -364,52 +381,85 @@ def _generations(tok, prompts, counts, d:Draws, eos, piece, fence)->list[list[Ge
     return out
 
 class FastEngine:
-    "The fast sampler as an engine: batched, keyed draws from the merged adapter; eos and fence stops per row."
+    "The fast sampler as an engine: batched, keyed draws from the merged adapter; eos and fence stops per row; its own density of given completions."
     name = "fast"
+    own_density = True          # `logprobs` runs the sampler itself: the density the draws come from, at any completion
     def __init__(self, model, tokenizer, # a PeftModel (or plain causal LM) and its tokenizer
                  rows:int, # rows decoded together: prompts per call × draws per prompt
-                 max_prompt_len:int, # longest prompt the cache must hold
+                 max_prompt_len:int, # longest prompt the cache must hold (every prompt ends at this column: a fixed layout)
                  max_new_tokens:int=400, # completion cap
                  stop_at_fence:bool=True, # stop at the closing code fence
                  compile:bool|dict=False, # compile the decode layer
                  graph:bool|None=None, # capture CUDA graphs (None: on CUDA)
                  config:DecodingConfig=DecodingConfig(), # the decoding config drawn from (a proposal's is T = 1, untruncated)
-                 nucleus_of:DecodingConfig|None=None): # a nucleus-masked proposal: not supported here
+                 nucleus_of:DecodingConfig|None=None, # a nucleus-masked proposal: not supported here
+                 forced_rows:int=0): # extra rows per call for forced completions (MSC's references, scored beside the draws)
         if nucleus_of is not None: raise ValueError("the fast engine does not sample a nucleus-masked proposal: use engine='hf'")
         self.tok, self.max_new_tokens, self.fence = tokenizer, max_new_tokens, stop_at_fence
         self.eos = {tokenizer.eos_token_id} | set(_as_set(getattr(getattr(model, "generation_config", None), "eos_token_id", None)))
         self.piece = TokenText(tokenizer)
         V = (model.get_base_model() if hasattr(model, "get_base_model") else model).get_output_embeddings().weight.shape[0]
         dev = next(model.parameters()).device
-        self.sampler = FastSampler(model, rows, max_prompt_len + max_new_tokens, graph=graph, compile=compile,
-                                   stop=stop_rule(tokenizer, self.eos, V, stop_at_fence, dev), config=config)
+        self.sampler = FastSampler(model, rows + forced_rows, max_prompt_len + max_new_tokens, graph=graph, compile=compile,
+                                   stop=stop_rule(tokenizer, self.eos, V, stop_at_fence, dev), config=config, prompt_end=max_prompt_len)
         self.sampler.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
 
     def generate(self, prompt_ids:Sequence[Sequence[int]], # token ids of each prompt
                  n:int, # draws per prompt
                  keys:torch.Tensor, # [P·n] row keys: each draw depends on its key only
                  progress:bool=False, # tqdm over sampler calls
-                )->list[list[Generation]]: # n generations for each prompt
-        "n keyed draws for each prompt, in sampler calls of up to `rows` rows (a prompt's draws may span calls)."
+                 forced:Sequence[tuple]|None=None, # (prompt ids, completion ids) pairs scored by the sampler beside the draws
+                ): # n generations for each prompt; with `forced`: (those, per-token log-probs of each forced completion)
+        "n keyed draws for each prompt, in sampler calls of up to `rows` rows (a prompt's draws may span calls); forced rows ride in the last call's spare rows."
         keys = torch.as_tensor(keys, dtype=torch.long).reshape(-1)
+        B = self.sampler.B
         owner = [j for j in range(len(prompt_ids)) for _ in range(n)]
-        out = [[] for _ in prompt_ids]
-        for s in tqdm(range(0, len(owner), self.sampler.B), disable=not progress, desc="generate (fast)"):
-            chunk = owner[s:s + self.sampler.B]
+        calls = [owner[s:s + B] for s in range(0, len(owner), B)]
+        fz = list(forced or [])
+        room = B - len(calls[-1]) if calls else 0
+        ride, rest = fz[:room], fz[room:]
+        out, flp = [[] for _ in prompt_ids], []
+        for i, chunk in enumerate(tqdm(calls, disable=not progress, desc="generate (fast)")):
             js = list(dict.fromkeys(chunk))                       # the prompts of this call, in order
             counts = [chunk.count(j) for j in js]
             ps = [list(prompt_ids[j]) for j in js]
-            d = self.sampler.draw(ps, counts, self.max_new_tokens, keys[s:s + len(chunk)])
-            for j, gs in zip(js, _generations(self.tok, ps, counts, d, self.eos, self.piece, self.fence)): out[j] += gs
+            extra = ride if i == len(calls) - 1 else []
+            d = self.sampler.draw(ps, counts, self.max_new_tokens, keys[i * B:i * B + len(chunk)], forced=extra)
+            R = len(chunk)
+            own = Draws(d.tokens[:R], d.logprobs[:R], d.lengths[:R])
+            for j, gs in zip(js, _generations(self.tok, ps, counts, own, self.eos, self.piece, self.fence)): out[j] += gs
+            flp += [d.logprobs[R + k, :len(c)].tolist() for k, (_, c) in enumerate(extra)]
+        if rest: flp += self.logprobs([p for p, _ in rest], [c for _, c in rest])
+        return out if forced is None else (out, flp)
+
+    def logprobs(self, prompt_ids:Sequence[Sequence[int]], # token ids of each prompt
+                 completion_ids:Sequence[Sequence[int]], # the completions to score
+                )->list[list[float]]: # per-token log-probs under the sampler's own categoricals
+        "The sampler's own density of given completions: forced rows of the decode it samples with (same shapes, same layout)."
+        pairs = list(zip(prompt_ids, completion_ids))
+        if not pairs: return []
+        n = max(len(c) for _, c in pairs)
+        out = []
+        for s in range(0, len(pairs), self.sampler.B):
+            chunk = pairs[s:s + self.sampler.B]
+            d = self.sampler.draw([], [], max(n, 1), torch.zeros(0, dtype=torch.long), forced=chunk)
+            out += [d.logprobs[k, :len(c)].tolist() for k, (_, c) in enumerate(chunk)]
         return out
 
     def refresh(self): self.sampler.refresh()
     def recapture(self): self.sampler.recapture()
 
 # %% ../../nbs/25a_engines.ipynb #c029
+def _scored(model, config, prompt_ids, completion_ids)->list[list[float]]:
+    "Per-token log-probs of given completions from the model's own forward (the fallback for engines without their own density)."
+    if not len(prompt_ids): return []
+    with torch.no_grad(): lp, m = completion_token_logprobs(model, prompt_ids, completion_ids, config)
+    return [lp[i, :len(c)].double().tolist() for i, c in enumerate(completion_ids)]
+
 class HFEngine:
     "HF `generate`, the reference engine: any causal LM, any decoding config, keyed draws."
     name = "hf"
+    own_density = False         # `logprobs` of given completions comes from the model's forward (equal to generate's to rounding in float32)
     def __init__(self, model, tokenizer, # the model to sample (a PeftModel with its adapter) and its tokenizer
                  max_new_tokens:int=400, # completion cap
                  stop_at_fence:bool=True, # cut at the closing code fence
@@ -422,15 +472,22 @@ class HFEngine:
                  n:int, # draws per prompt
                  keys:torch.Tensor, # [P·n] row keys: each draw depends on its key only
                  progress:bool=False, # tqdm over batches
-                )->list[list[Generation]]: # n generations for each prompt
+                 forced:Sequence[tuple]|None=None, # (prompt ids, completion ids) pairs scored beside the draws (by the fallback)
+                ): # n generations for each prompt; with `forced`: (those, per-token log-probs of each forced completion)
         "n keyed draws for each prompt through `HFGenerator.generate_ids`."
-        return self.gen.generate_ids(prompt_ids, n, keys=keys, progress=progress)
+        out = self.gen.generate_ids(prompt_ids, n, keys=keys, progress=progress)
+        return out if forced is None else (out, self.logprobs([p for p, _ in forced], [c for _, c in forced]))
+    def logprobs(self, prompt_ids, completion_ids)->list[list[float]]:
+        "Per-token log-probs of given completions: the model's forward under the engine's config (the fallback: not generate's own numerics)."
+        if self.gen.nucleus_of is not None: raise ValueError("engine 'hf' cannot score given completions under a nucleus-masked proposal")
+        return _scored(self.gen.model, self.gen.config, prompt_ids, completion_ids)
     def refresh(self): pass
 
 # %% ../../nbs/25a_engines.ipynb #c030
 class VLLMEngine:
     "vLLM's engine: the adapter is saved after every optimizer step and served as a new `LoRARequest`."
     name = "vllm"
+    own_density = False         # vLLM samples; given completions are scored by the training copy (the fallback)
     def __init__(self, model, tokenizer, # the PeftModel being trained and its tokenizer
                  base_path:str|Path, # folder of the base model (vLLM loads weights from disk)
                  max_new_tokens:int=400, # completion cap
@@ -459,9 +516,14 @@ class VLLMEngine:
                  n:int, # draws per prompt
                  keys:torch.Tensor|None=None, # not used: vLLM draws with its engine seed
                  progress:bool=False, # vLLM's own progress bar
-                )->list[list[Generation]]: # n generations for each prompt
+                 forced:Sequence[tuple]|None=None, # (prompt ids, completion ids) pairs scored beside the draws (by the fallback)
+                ): # n generations for each prompt; with `forced`: (those, per-token log-probs of each forced completion)
         "n draws per prompt from the engine (its own seed: keys are not used)."
-        return self.gen.generate_ids(prompt_ids, n, adapter=self.adapter, progress=progress)
+        out = self.gen.generate_ids(prompt_ids, n, adapter=self.adapter, progress=progress)
+        return out if forced is None else (out, self.logprobs([p for p, _ in forced], [c for _, c in forced]))
+    def logprobs(self, prompt_ids, completion_ids)->list[list[float]]:
+        "Per-token log-probs of given completions: the training copy's forward (vLLM has no forced decode here)."
+        return _scored(self.model, self.gen.config, prompt_ids, completion_ids)
 
 # %% ../../nbs/25a_engines.ipynb #c031
 def pick_engine(model, # the model to sample
@@ -532,3 +594,22 @@ def check_weights(sampler_lp:torch.Tensor, # [N, T] the sampler's per-token log-
                                f"(tolerance {mean_tol:g} for {dtype}) and up to {res.max_abs:.3g} (tolerance {max_tol:g}) over "
                                f"{res.tokens} tokens: the draws' weights would be wrong (stale adapter, wrong engine or dtype?)")
     return res
+
+# %% ../../nbs/25a_engines.ipynb #c036n
+class EngineLogprobsError(ValueError):
+    "An engine did not report the log-probs of the categoricals it sampled from."
+
+def own_logprobs(gens:Sequence, # the Generations of one step (flat)
+                 engine:str, # the engine's name, for the error
+                )->list[list[float]]: # per draw, the sampler's per-token log-probs
+    "The sampler's own per-token log-probs of each draw; an engine that did not report them is named, with the fallback."
+    out = []
+    for i, g in enumerate(gens):
+        lp = getattr(g, "logprobs", None)
+        if lp is None or len(lp) != len(g.token_ids) or not all(math.isfinite(x) for x in lp):
+            got = "none" if lp is None else f"{len(lp)} log-probs" + ("" if len(lp) != len(g.token_ids) else " with a non-finite one")
+            raise EngineLogprobsError(f"engine {engine!r} did not report the log-probs of the categorical it sampled from (draw {i}: {got} "
+                                      f"for {len(g.token_ids)} tokens); importance weights need them. Fallback: loop.weights='scorer' "
+                                      "weighs with the trainer's log q (exact in float32 only), or use engine 'fast' or 'hf'")
+        out.append(list(lp))
+    return out
