@@ -476,13 +476,13 @@ def check_parameters(nb_path, # a run notebook
                      params:dict, # its parameters by name
                      out_dir=None, # results folder (default: params['out_dir'])
                     )->dict:
-    "`params` checked against the notebook (known names, declared types), with `out_dir` set and paths made absolute (read from the working directory)."
+    "`params` checked against the notebook (known names, declared types), with `out_dir` set."
     unknown = set(params) - declared_parameters(nb_path)
     if unknown: raise ValueError(f"{Path(nb_path).name} has no parameter(s) {sorted(unknown)}")
     params = coerce_parameters(nb_path, params)
     out_dir = out_dir or params.get("out_dir")
     if not out_dir: raise ValueError("no out_dir: pass --out or set out_dir in a parameters file")
-    return absolute_paths({**params, "out_dir": str(out_dir)})
+    return {**params, "out_dir": str(out_dir)}
 
 PATH_PARAMETERS = ("model", "tasks", "task_set", "judge_model", "programs_path", "rates_path", "trained_path", "log_path")   # read as paths when they exist
 
@@ -823,6 +823,11 @@ def check_inputs(nb_path:str|Path, # a run notebook
     if "engine" in p:
         if p["engine"] not in ENGINE_NAMES: out.append(f"engine {p['engine']!r} is not one of {', '.join(ENGINE_NAMES)}")
         elif p["engine"] == "vllm" and importlib.util.find_spec("vllm") is None: out.append(f"engine 'vllm': vLLM is not installed here ({VLLM_REMEDY})")
+        elif p["engine"] == "fast" and p.get("model") and (Path(p["model"]).expanduser() / "config.json").exists():
+            from proposal_nb.lm.engines import fast_support          # torch: only when the fast engine is asked for by name
+            from transformers import AutoConfig
+            if why := fast_support(SimpleNamespace(config=AutoConfig.from_pretrained(Path(p["model"]).expanduser()))):
+                out.append(f"engine 'fast': {why}; use engine auto or hf")
     if nb == "13_evaluate" and "checkpoints" in p:
         try:
             arms = parse_checkpoints(p["checkpoints"]); out += check_adapters(arms, p.get("model", ""))
@@ -976,7 +981,7 @@ def _run_command(argv):
     params = _given(a, "proposal-nb run")
     try:
         nb = resolve_notebook(params.pop("notebook", a.notebook))
-        params = check_parameters(nb, params, a.out)
+        params = absolute_paths(check_parameters(nb, params, a.out))     # relative paths are the caller's
     except (ValueError, FileNotFoundError) as e: raise SystemExit(f"proposal-nb run: {e}")
     _launch(nb, params, a)
 
@@ -994,7 +999,7 @@ def _evaluate_command(argv):
     out = a.out or (runs[0].parent / ("_".join(r.name for r in runs) + "_eval"))
     params = {**_given(a, "proposal-nb evaluate"), "runs": ",".join(map(str, runs)), "other_split": a.other_split,
               "run_checkpoints": "all" if a.all_checkpoints else "last"}
-    try: params = check_parameters(nb, params, out)
+    try: params = absolute_paths(check_parameters(nb, params, out))
     except ValueError as e: raise SystemExit(f"proposal-nb evaluate: {e}")
     _launch(nb, params, a, "proposal-nb evaluate")
 

@@ -141,12 +141,12 @@ def write_vendor(out_dir:Path|str, # the site folder
 def site_runs(results:Path|str, # the user's folder of run folders
               published:Sequence[Path|str]=(), # folders of published run folders, read where they are
              )->list:
-    "The user's runs (origin 'yours') first, then the published ones; a user's folder named like a published run is refused, unless it is a copy of it (then shown once)."
+    "The user's runs (origin 'yours') first, then the published ones; a user's folder named like a published run is refused, unless it is a copy of one (then shown once)."
     pub = [r for root in published for r in find_runs(root, "published")]
     theirs, yours = {r.name: r for r in pub}, []
     for r in find_runs(results, "yours"):
         if r.name not in theirs: yours.append(r); continue
-        if r.config == theirs[r.name].config:       # a copy an older version made into results/: show the published folder once
+        if r.config == theirs[r.name].config or "user_command" in r.config:   # a copy an older version made (published configs alone name a user_command)
             print(f"[proposal_nb] site: {r.path} is a copy of the published run {theirs[r.name].path}; shown once (you may delete the copy)", file=sys.stderr)
             continue
         raise ValueError(f"{r.path} has the name of a published run ({theirs[r.name].path}) with another config: the site names a run's page "
