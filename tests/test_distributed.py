@@ -13,7 +13,8 @@ import torch
 pytestmark = pytest.mark.xdist_group("torchrun")   # one torchrun job at a time: two gloo jobs side by side once aborted a rank in CI
 
 WORKER = str(Path(__file__).with_name("dist_worker.py"))
-TOL = 5e-5   # float32 sums in a different order across ranks (each rank packs and scores its own shard), through Adam's normalisation
+TOL = 1e-4   # float32 sums in a different order across ranks (each rank packs and scores its own shard), through Adam's normalisation;
+             # since issue 36 the weights take the sampler's own log-probs, whose float32 rounding follows each rank's sampler batch size (7e-5 seen)
 
 
 def launch(ranks, *args, ok=True, **env):

@@ -547,6 +547,7 @@ def make_engine(name:str, # one of ENGINES
                 nucleus_of:DecodingConfig|None=None, # sample q restricted to this prior config's kept set (hf only)
                 base_path=None, # the base model's folder (vllm)
                 compile:bool|dict=False, # fast: compile the decode layer
+                forced_rows:int=0, # fast: spare rows per call for forced completions (the others score them by the fallback)
                 **kw, # passed to the engine's constructor
                ):
     "Build an engine by name (`auto`: `pick_engine`)."
@@ -556,7 +557,8 @@ def make_engine(name:str, # one of ENGINES
     if name == "fast":
         why = fast_support(model)
         if why: raise ValueError(f"engine='fast': {why}; use engine='hf'")
-        return FastEngine(model, tokenizer, rows, max_prompt_len, max_new_tokens, stop_at_fence, compile, config=config, nucleus_of=nucleus_of, **kw)
+        return FastEngine(model, tokenizer, rows, max_prompt_len, max_new_tokens, stop_at_fence, compile, config=config, nucleus_of=nucleus_of,
+                          forced_rows=forced_rows, **kw)
     if name == "vllm":
         if base_path is None: raise ValueError("engine='vllm' needs the base model's folder (base_path)")
         return VLLMEngine(model, tokenizer, base_path, max_new_tokens, stop_at_fence, config, **kw)

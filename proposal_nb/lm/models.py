@@ -4,7 +4,8 @@
 
 # %% ../../nbs/23_models.ipynb #c001
 from __future__ import annotations
-import os, shutil, tempfile, importlib.util
+import copy, os, shutil, tempfile, importlib.util
+from typing import NamedTuple
 from pathlib import Path
 from collections.abc import Sequence
 
@@ -13,8 +14,9 @@ from tokenizers import Tokenizer, models as tk_models, decoders, pre_tokenizers
 from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
 # %% auto #0
-__all__ = ['EMBEDDED_NAME', 'TINY_CHARS', 'TINY_TEMPLATE', 'cache_root', 'embedded_gguf', 'embedded_model_path', 'default_device',
-           'default_dtype', 'model_dtype', 'load_model', 'chat_prompt', 'tiny_tokenizer', 'tiny_model', 'add_lora']
+__all__ = ['EMBEDDED_NAME', 'TINY_CHARS', 'TINY_TEMPLATE', 'FP32_PRIOR_MAX_PARAMS', 'cache_root', 'embedded_gguf',
+           'embedded_model_path', 'default_device', 'default_dtype', 'model_dtype', 'load_model', 'chat_prompt',
+           'tiny_tokenizer', 'tiny_model', 'add_lora', 'ExactDefaults', 'count_params', 'exact_defaults', 'prior_copy']
 
 # %% ../../nbs/23_models.ipynb #c005
 def cache_root(cache_dir:str|Path|None=None, # folder; None: $PROPOSAL_NB_CACHE or ~/.cache/proposal_nb
@@ -146,3 +148,53 @@ def add_lora(model, # a causal LM (it is modified in place by peft)
     from peft import LoraConfig, get_peft_model
     cfg = LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules=list(targets), task_type="CAUSAL_LM")
     return get_peft_model(model, cfg)
+
+# %% ../../nbs/23_models.ipynb #c032
+FP32_PRIOR_MAX_PARAMS = 1.0e9   # above this, fixed_shape; set from the H200 timings of both prior passes (published/h200_exact_weights/scoring_modes.json)
+
+class ExactDefaults(NamedTuple):
+    "The dtype and scoring mode that give exact importance weights at the best speed, and why."
+    dtype: str      # the model's dtype for sampling and the update: 'float32' or 'bfloat16'
+    scoring: str    # how log p is scored (densities.SCORING_MODES): 'model', 'fp32_prior' or 'fixed_shape'
+    weights: str    # 'sampler': q in every weight is the sampler's own log-prob
+    n_params: int   # parameters of the model (0 when unknown)
+    why: str        # one sentence
+
+def count_params(model=None, # a loaded model, a PeftModel, an HF config, a model id or folder; None: the embedded model
+                )->int:
+    "Parameters of a model, counted on the meta device when only its config is given (nothing is loaded)."
+    from transformers import AutoConfig, PretrainedConfig
+    if isinstance(model, torch.nn.Module):
+        base = model.get_base_model() if hasattr(model, "get_base_model") else model
+        return sum(p.numel() for n, p in base.named_parameters() if "lora_" not in n)
+    cfg = model if isinstance(model, PretrainedConfig) else AutoConfig.from_pretrained(embedded_model_path() if model is None else model)
+    with torch.device("meta"): m = AutoModelForCausalLM.from_config(cfg)
+    return sum(p.numel() for p in m.parameters())
+
+def exact_defaults(model=None, # a loaded model, an HF config, a model id or folder; None: the embedded model
+                   device:str|None=None, # 'cpu' or 'cuda' (None: default_device())
+                   n_params:int|None=None, # skip counting
+                  )->ExactDefaults:
+    "Which (dtype, scoring mode) is exact and fastest for `model` on `device`."
+    device = str(device or default_device())
+    n = int(n_params if n_params is not None else count_params(model))
+    if not device.startswith("cuda"):
+        return ExactDefaults("float32", "model", "sampler", n, "CPU: float32 sampler and scorer agree to rounding, so the model's own pass is exact and no copy is needed")
+    if n <= FP32_PRIOR_MAX_PARAMS:
+        return ExactDefaults("bfloat16", "fp32_prior", "sampler", n, f"CUDA, {n / 1e9:.2g}B parameters: bf16 sampling and update weighed by the sampler's "
+                             f"own log-probs; log p from a float32 copy of the base ({4 * n / 2**30:.1f} GiB), reproducible across batches")
+    return ExactDefaults("bfloat16", "fixed_shape", "sampler", n, f"CUDA, {n / 1e9:.2g}B parameters: bf16 sampling and update weighed by the sampler's "
+                         "own log-probs; log p from the fixed-shape bf16 pass (bit-reproducible across batches, no second copy)")
+
+def prior_copy(model, # the training model (a PeftModel or plain LM); its base weights are copied, the adapter dropped
+               path:str|Path|None=None, # the base checkpoint: load from it (the original weights) instead of upcasting
+               dtype:torch.dtype|str=torch.float32, # the copy's dtype
+              ):
+    "A frozen copy of the base model in `dtype` on the model's device: the prior of the fp32_prior scoring mode."
+    dev = next(model.parameters()).device
+    if path is not None: m = AutoModelForCausalLM.from_pretrained(path, dtype=_as_dtype(dtype)).to(dev)
+    else:
+        m = copy.deepcopy(model)
+        if hasattr(m, "unload"): m = m.unload()              # peft: the base model without the adapter (nothing merged)
+        m = m.to(_as_dtype(dtype))
+    return m.eval().requires_grad_(False)

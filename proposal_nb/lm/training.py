@@ -12,22 +12,23 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 from ..estimators import registry as E
-from ..estimators.weights import weight_identity
+from ..estimators.weights import weight_identity, sampler_logq, identity_sums, window_identity, detectable_inflation, IdentitySums
 from ..estimators.iguana import IguanaConfig
 from ..estimators.normalizer import NormalizerConfig
 from ..programs.tasks import Task
-from .densities import DecodingConfig, score_tokens
+from .densities import DecodingConfig, score_tokens, prior_token_logprobs, SCORING_MODES
 from .generation import row_keys
-from .engines import make_engine, check_weights
-from .models import model_dtype
+from .engines import make_engine, check_weights, own_logprobs
+from .models import model_dtype, exact_defaults, prior_copy
 from ..theory.design import ema_floor
 from ..results import checkpoint_parts
 from .rollouts import PotentialFn, prompt_texts, text_hash, adapter_state, load_adapter_state
 
 # %% auto #0
-__all__ = ['EXTENDABLE', 'TIMING', 'LoopConfig', 'EstimatorConfig', 'NormalizerSettings', 'PriorSettings', 'OnlineConfig',
-           'online_config', 'step_seed', 'step_prompts', 'adam_moment_norm', 'global_visit', 'RunHooks', 'OnlineRun',
-           'same_run']
+__all__ = ['EXTENDABLE', 'LEGACY_LOOP', 'LOOP_SINCE_36', 'IDENTITY_FLOOR', 'TIMING', 'LoopConfig', 'EstimatorConfig',
+           'NormalizerSettings', 'PriorSettings', 'OnlineConfig', 'online_config', 'step_seed', 'step_prompts',
+           'adam_moment_norm', 'global_field', 'global_visit', 'RunHooks', 'resolve_scoring', 'OnlineRun',
+           'WeightIdentityError', 'same_run']
 
 # %% ../../nbs/27_training.ipynb #c007
 @dataclass
@@ -48,6 +49,12 @@ class LoopConfig:
     score_batch: int = 8          # rows per forward of the padded scoring path (truncated prior / nucleus)
     score_rows: int|None = None   # rows per backward chunk, gradients accumulated (see "Chunked scoring"); None: all at once
     check_weights: bool = True    # compare the sampler's and the scorer's log-probs every step; stop beyond tolerance
+    weights: str = "sampler"      # q in every weight: 'sampler' (the engine's own log-probs: exact in any dtype) or 'scorer' (the trainer's log q: exact in float32 only)
+    scoring: str = "auto"         # how log p is scored: auto (models.exact_defaults), model, fp32_prior, fixed_shape (densities.SCORING_MODES)
+    identity_window: int = 25     # steps per window of the E_q[p/q] = 1 check
+    identity_z: float = 3.0       # a window is out when its mean lies outside [1 − z·SE, 1 + z·SE]
+    identity_stop: bool = True    # stop the run when two windows in a row are out
+    reverse_draws: int = 8        # draws per held-out prompt from the prior for the reverse check E_p[q/p] = 1 (when the run has held-out tasks)
 
 @dataclass
 class EstimatorConfig:
@@ -111,6 +118,10 @@ class OnlineConfig:
         if not 0 <= l.ema_beta < 1: raise ValueError(f"loop.ema_beta must be in [0, 1), got {l.ema_beta}")
         from proposal_nb.lm.engines import ENGINES
         if l.engine not in ENGINES: raise ValueError(f"unknown engine {l.engine!r}; use one of {', '.join(ENGINES)}")
+        if l.weights not in ("sampler", "scorer"): raise ValueError(f"loop.weights must be 'sampler' or 'scorer', got {l.weights!r}")
+        if l.scoring not in ("auto",) + SCORING_MODES: raise ValueError(f"loop.scoring must be one of auto, {', '.join(SCORING_MODES)}; got {l.scoring!r}")
+        if int(l.identity_window) < 1 or not l.identity_z > 0 or int(l.reverse_draws) < 1:
+            raise ValueError(f"loop.identity_window and loop.reverse_draws must be ≥ 1 and loop.identity_z > 0, got {l.identity_window}, {l.reverse_draws}, {l.identity_z}")
         e.kernel(); self.normalizer.kernel(); self.prior.decoding()
 
     def to_dict(self)->dict: return asdict(self)
@@ -172,6 +183,11 @@ def _pad_rows(rows:list, T:int)->torch.Tensor:
     for i, r in enumerate(rows): out[i, :len(r)] = torch.tensor(r, dtype=torch.float64)
     return out
 
+def global_field(parts:list[dict], all_ids:list[int], key:str)->torch.Tensor:
+    "One detached [B, M] field of every process's visits, in global prompt order."
+    where = {i: (p, j) for p, part in enumerate(parts) for j, i in enumerate(part["ids"])}
+    return torch.stack([parts[where[i][0]][key][where[i][1]] for i in all_ids])
+
 def global_visit(parts:list[dict], all_ids:list[int], rank:int, local:dict)->E.Visit:
     "The full batch in global prompt order: this process's rows with their graph, the others' detached."
     where = {i: (p, j) for p, part in enumerate(parts) for j, i in enumerate(part["ids"])}
@@ -198,6 +214,10 @@ class RunHooks:
     def score_rows(self, P:list, C:list, prior:bool=True)->tuple:
         "Per-token log q (graph), log p (None without `prior`) and mask of prompts P and completions C (densities.score_tokens)."
         return score_tokens(self.model, P, C, self.prior_cfg, DecodingConfig(), self.nucleus, batch_size=self.cfg.loop.score_batch, prior=prior)
+    def score_prior(self, P:list, C:list)->torch.Tensor:
+        "Per-token log p of completions C (float64, no graph) in the run's scoring mode (densities.prior_token_logprobs)."
+        with self.scoring_weights():
+            return prior_token_logprobs(self.model, P, C, self.scoring, self.prior_model, self.prior_cfg, self.cfg.loop.score_batch)[0]
     def backward(self, loss:torch.Tensor, lq:torch.Tensor):
         "Gradients of the step's loss in `self.params` (a distributed run also sums them over processes)."
         if loss.requires_grad: loss.backward()
@@ -216,9 +236,21 @@ class RunHooks:
     @property
     def is_main(self)->bool: return True
 
-
 # %% ../../nbs/27_training.ipynb #c021
-EXTENDABLE = (("loop", "steps"), ("loop", "checkpoint_every"), ("loop", "score_rows"))   # config keys a resumed run may change
+EXTENDABLE = (("loop", "steps"), ("loop", "checkpoint_every"), ("loop", "score_rows"),     # config keys a resumed run may change
+              ("loop", "identity_window"), ("loop", "identity_z"), ("loop", "identity_stop"))
+LEGACY_LOOP = dict(weights="scorer", scoring="model")   # what a checkpoint saved before these keys existed was trained with
+LOOP_SINCE_36 = ("weights", "scoring", "identity_window", "identity_z", "identity_stop", "reverse_draws")   # loop keys an older checkpoint lacks
+
+def resolve_scoring(model, # the training model
+                    scoring:str, # loop.scoring
+                    prior:DecodingConfig=DecodingConfig(), # the prior's decoding config
+                   )->str: # one of SCORING_MODES
+    "The scoring mode 'auto' stands for: the model's own pass in float32, else the exact and fastest mode (models.exact_defaults)."
+    if scoring != "auto": return scoring
+    if next(model.parameters()).dtype in (torch.float32, torch.float64): return "model"
+    mode = exact_defaults(model, device="cuda").scoring
+    return "fp32_prior" if mode == "fixed_shape" and not prior.is_plain else mode
 
 class OnlineRun(RunHooks):
     "An online training run of a LoRA proposal (PeftModel) on tasks with a potential."
@@ -228,12 +260,16 @@ class OnlineRun(RunHooks):
                  config:OnlineConfig, run_dir, # configuration and output folder
                  resume:bool=True, # continue from the newest checkpoint in run_dir, if any
                  engine=None, # a ready engine (default: engines.make_engine(config.loop.engine, …))
-                 base_path=None, # the base model's folder (the vllm engine loads it)
+                 base_path=None, # the base model's folder (the vllm engine loads it; the fp32_prior copy is loaded from it)
+                 prior_model=None, # the float32 copy of the base model for scoring 'fp32_prior' (default: models.prior_copy)
+                 heldout:Sequence[Task]|None=None, # held-out prompts: the reverse check E_p[q/p] = 1 runs on the prior's draws of them at every checkpoint
                 ):
         self.model, self.tok, self.tasks, self.potential, self.cfg = model, tokenizer, list(tasks), potential, config
         self.dir = Path(run_dir); self.dir.mkdir(parents=True, exist_ok=True)
         self.texts = prompt_texts(tokenizer, self.tasks)
         self.prompt_ids = [tokenizer(t, add_special_tokens=False).input_ids for t in self.texts]
+        self.heldout = list(heldout or [])
+        self.heldout_ids = [tokenizer(t, add_special_tokens=False).input_ids for t in prompt_texts(tokenizer, self.heldout)]
         self.params = self.trainable(model)
         if not self.params: raise ValueError("the model has no trainable parameters (expected a PeftModel with a LoRA adapter)")
         L, pr = config.loop, config.prior
@@ -241,15 +277,27 @@ class OnlineRun(RunHooks):
         self.est = E.make(config.estimator.name, config.estimator.kernel(), config.normalizer.kernel())
         self.state, self.refs = self.est.init(len(self.tasks)), {}
         self.prior_cfg, self.nucleus = pr.decoding(), pr.nucleus
-        self.grad_ema, self.step, self.log, self.draws = None, 0, [], []
-        rows = len(self.shard(list(range(L.prompts_per_step)))) * L.M
-        self.engine = engine or self.build_engine(L.engine, model, tokenizer, rows=rows, max_prompt_len=max(map(len, self.prompt_ids)),
-                                            max_new_tokens=L.max_new_tokens, nucleus_of=self.prior_cfg if self.nucleus else None,
-                                            base_path=base_path, compile=L.compile, batch_size=L.gen_batch)
+        self.grad_ema, self.step, self.log, self.draws, self.reverse = None, 0, [], [], []
         self.dtype = next(model.parameters()).dtype
-        if self.is_main: (self.dir / "config.json").write_text(json.dumps(config.to_dict(), indent=2))   # one writer
+        self.scoring = resolve_scoring(model, L.scoring, self.prior_cfg)
+        self.prior_model = prior_model if prior_model is not None or self.scoring != "fp32_prior" else prior_copy(model, base_path)
+        self.base_path, self._forced_lp, self._fallback_warned = base_path, None, False
+        local = len(self.shard(list(range(L.prompts_per_step))))
+        refs = self.est.references(self.est.init(1), torch.zeros(1, dtype=torch.long)) is not None
+        self.engine = engine or self.build_engine(L.engine, model, tokenizer, rows=local * L.M, max_prompt_len=max(map(len, self.prompt_ids + self.heldout_ids)),
+                                            max_new_tokens=L.max_new_tokens, nucleus_of=self.prior_cfg if self.nucleus else None,
+                                            base_path=base_path, compile=L.compile, batch_size=L.gen_batch,
+                                            forced_rows=local if refs and L.weights == "sampler" else 0)
+        if self.is_main:                                                              # one writer
+            (self.dir / "config.json").write_text(json.dumps(config.to_dict(), indent=2))
+            (self.dir / "exact.json").write_text(json.dumps(self.exact_settings(), indent=2))
         if resume: self.load_latest()
 
+def _exact_settings(self:OnlineRun)->dict:
+    "What the run's weights depend on: the model's dtype, the scoring mode of log p, the density q in a weight."
+    return dict(dtype=str(self.dtype).removeprefix("torch."), scoring=self.scoring, weights=self.cfg.loop.weights, engine=self.engine.name)
+
+OnlineRun.exact_settings = _exact_settings
 
 # %% ../../nbs/27_training.ipynb #c022
 def _checkpoint_dirs(self:OnlineRun)->list[Path]:
@@ -264,19 +312,35 @@ def _save(self:OnlineRun)->Path:
     self.save_adapter(tmp / "adapter")
     torch.save(dict(step=self.step, adapter=self.trained_state(), optimizer=self.opt.state_dict(),
                     estimator=self.est.state_dict(self.state), refs=self.refs, grad_ema=self.grad_ema,
-                    torch_rng=torch.get_rng_state(), config=self.cfg.to_dict(), log=self.log, draws=self.draws), tmp / "trainer.pt")
+                    torch_rng=torch.get_rng_state(), config=self.cfg.to_dict(), log=self.log, draws=self.draws,
+                    exact=self.exact_settings(), reverse=self.reverse), tmp / "trainer.pt")
     shutil.rmtree(d, ignore_errors=True); tmp.rename(d)
     return d
 
 def _config_diff(a:dict, b:dict)->list[str]:
-    "Keys (part.key) where two nested configs differ, the extendable ones aside."
-    return [f"{p}.{k}" for p in a for k in a[p] if (p, k) not in EXTENDABLE and a[p][k] != b.get(p, {}).get(k)]
+    "Keys (part.key) where two nested configs differ, the extendable ones aside; a loop key that `b` predates counts as its LEGACY_LOOP value (or is skipped)."
+    def old(p, k):
+        part = b.get(p, {})
+        if k in part or p != "loop" or k not in LOOP_SINCE_36: return part.get(k)
+        return LEGACY_LOOP.get(k, a[p][k])
+    return [f"{p}.{k}" for p in a for k in a[p] if (p, k) not in EXTENDABLE and a[p][k] != old(p, k)]
+
+def _refuse_other_density(ck:Path, saved:dict, mine:dict):
+    "A run resumed with another dtype, scoring mode or weight density is refused, naming both."
+    keys = [k for k in ("dtype", "scoring", "weights") if saved.get(k) is not None and saved[k] != mine[k]]
+    if keys:
+        was = ", ".join(f"{k} {saved[k]}" for k in ("dtype", "scoring", "weights") if saved.get(k) is not None)
+        now = ", ".join(f"{k} {mine[k]}" for k in ("dtype", "scoring", "weights"))
+        raise ValueError(f"{ck} was trained with {was}; this run has {now}: the weights of one run must keep one density. Resume with the same "
+                         f"model dtype, loop.scoring and loop.weights, or start a new run folder")
 
 def _load_latest(self:OnlineRun)->bool:
     "Restore the newest complete checkpoint; False when there is none."
     ck = [d for d in self.checkpoint_dirs() if (d / "trainer.pt").exists()]
     if not ck: return False
     s = torch.load(ck[-1] / "trainer.pt", weights_only=False)
+    saved = s.get("exact") or dict(LEGACY_LOOP, dtype=None) | {k: s["config"].get("loop", {}).get(k) for k in LEGACY_LOOP if k in s["config"].get("loop", {})}
+    _refuse_other_density(ck[-1], saved, self.exact_settings())
     diff = _config_diff(self.cfg.to_dict(), s["config"])
     if diff: raise ValueError(f"{self.dir} holds a run with a different config: {diff}")
     mine = self.trained_state()
@@ -289,7 +353,7 @@ def _load_latest(self:OnlineRun)->bool:
     self.opt.load_state_dict(s["optimizer"])
     self.state, self.refs, self.grad_ema = self.est.load_state_dict(s["estimator"]), s["refs"], s["grad_ema"]
     torch.set_rng_state(s["torch_rng"])
-    self.step, self.log, self.draws = s["step"], s["log"], s["draws"]
+    self.step, self.log, self.draws, self.reverse = s["step"], s["log"], s["draws"], s.get("reverse", [])
     self.engine.refresh()
     return True
 
@@ -297,17 +361,28 @@ OnlineRun.checkpoint_dirs, OnlineRun.save, OnlineRun.load_latest = _checkpoint_d
 
 # %% ../../nbs/27_training.ipynb #c023
 def _draw(self:OnlineRun, ids:list[int]):
-    "Draw M completions per prompt from the current proposal (keyed per row) and grade them."
+    "Draw M completions per prompt from the current proposal (keyed per row) and grade them; forced rows give the sampler's density of the references."
     L = self.cfg.loop
     t0 = _sync(self.model)
     self.model.eval()
     keys = torch.tensor([row_keys(L.seed, self.step, self.tasks[i].id, m) for i in ids for m in range(L.M)], dtype=torch.long)
-    gens = self.engine.generate([self.prompt_ids[i] for i in ids], L.M, keys) if ids else []
+    forced, self._forced_lp = self.forced_pairs(ids), None
+    prompts = [self.prompt_ids[i] for i in ids]
+    if not ids: gens = []
+    elif forced: gens, self._forced_lp = self.engine.generate(prompts, L.M, keys, forced=forced)
+    else: gens = self.engine.generate(prompts, L.M, keys)
     t1 = _sync(self.model)
     flat_t = [self.tasks[i] for i in ids for _ in range(L.M)]
     r = np.asarray(self.potential(flat_t, [g.text for d in gens for g in d]), dtype=float).reshape(len(ids), L.M)
     if np.isnan(r).any() or (r < 0).any() or (r > 1).any(): raise ValueError("the potential returned values outside [0, 1]")
     return gens, r, t1 - t0, time.perf_counter() - t1
+
+def _forced_pairs(self:OnlineRun, ids:list[int])->list|None:
+    "The retained references of `ids` as (prompt, completion) pairs, when the weights take q from an engine that scores them itself."
+    if self.cfg.loop.weights != "sampler" or not getattr(self.engine, "own_density", False): return None
+    keys = self.est.references(self.state, ids)
+    if keys is None: return None
+    return [self.refs[k] for k in keys.tolist() if k >= 0] or None
 
 def _rows(self:OnlineRun, ids:list[int], gens:list)->tuple:
     "This process's rows to score: the draws (prompt-major), then the retained references; and the reference keys."
@@ -318,27 +393,46 @@ def _rows(self:OnlineRun, ids:list[int], gens:list)->tuple:
             if k >= 0: P.append(self.refs[k][0]); C.append(self.refs[k][1])
     return P, C, ref_keys
 
+def _ref_values(self:OnlineRun, scorer:torch.Tensor)->torch.Tensor:
+    "log q of the retained references for their weights: the engine's own density (forced rows) with the scorer's gradient, else the scorer's (named once)."
+    if self.cfg.loop.weights != "sampler": return scorer
+    if self._forced_lp is not None:
+        if len(self._forced_lp) != len(scorer): raise RuntimeError(f"{len(self._forced_lp)} forced log-probs for {len(scorer)} references")
+        return sampler_logq(torch.tensor([math.fsum(x) for x in self._forced_lp], dtype=torch.float64), scorer)
+    if len(scorer) and not self._fallback_warned and self.dtype not in (torch.float32, torch.float64):
+        self._fallback_warned = True
+        warnings.warn(f"engine {self.engine.name!r} does not give its own density of given completions: the retained references are weighed "
+                      f"with the scorer's log q (fallback), exact to rounding in float32 only; this model is in {model_dtype(self.model)}. "
+                      "Use engine 'fast' for exact reference weights", stacklevel=2)
+    return scorer.double()
+
 def _score(self:OnlineRun, gens:list, P:list, C:list, ref_keys):
-    "Per-sequence log q (graph; detached when chunked) and log p of the rows; the exact-weight check."
+    "Per-sequence log q (the weights' density: the sampler's value, the scorer's graph) and reproducible log p of the rows; the exact-weight check."
     L = self.cfg.loop
     n = sum(len(d) for d in gens)
     if not P: return torch.zeros(0), torch.zeros(0, dtype=torch.float64), None, None
-    lq_tok, lp_tok, mask = self.score_rows(P, C) if L.score_rows is None else self.score_detached(P, C)
+    same = self.scoring == "model"                                  # log p from the same pass (adapter off) as log q
+    lq_tok, lp_tok, mask = self.score_rows(P, C, prior=same) if L.score_rows is None else self.score_detached(P, C, prior=same)
+    flat = [g for d in gens for g in d]
+    own = own_logprobs(flat, self.engine.name) if L.weights == "sampler" else ([g.logprobs for g in flat] if L.check_weights else None)
     delta = None
     if L.check_weights:
-        slp = _pad_rows([g.logprobs for d in gens for g in d], lq_tok.shape[1])
+        slp = _pad_rows(own, lq_tok.shape[1])
         delta = check_weights(slp, lq_tok[:n], mask[:n], self.dtype, step=self.step + 1)
-    lq, lp = lq_tok.sum(-1).float().cpu(), lp_tok.sum(-1).double().cpu()     # .cpu() keeps log q's graph to the device
+    lq_sc = lq_tok.sum(-1).float().cpu()                               # .cpu() keeps log q's graph to the device
+    lp = lp_tok[:n].sum(-1).double().cpu() if same else self.score_prior(P[:n], C[:n]).sum(-1).double().cpu()
+    self._scorer_lq = lq_sc[:n].detach().double()
+    lq = sampler_logq(torch.tensor([math.fsum(x) for x in own], dtype=torch.float64), lq_sc[:n]) if L.weights == "sampler" else lq_sc[:n]
     ref_lq = None
     if ref_keys is not None:
-        ref_lq, j = [], n
+        vals, ref_lq, j = self.ref_values(lq_sc[n:]), [], 0
         for k in ref_keys.tolist():
-            if k >= 0: ref_lq.append(lq[j]); j += 1
+            if k >= 0: ref_lq.append(vals[j]); j += 1
             else: ref_lq.append(torch.zeros((), dtype=lq.dtype))
-        ref_lq = torch.stack(ref_lq) if ref_lq else torch.zeros(0)
-    return lq[:n], lp[:n], ref_lq, delta
+        ref_lq = torch.stack(ref_lq).to(lq.dtype) if ref_lq else torch.zeros(0, dtype=lq.dtype)
+    return lq, lp, ref_lq, delta
 
-OnlineRun.draw, OnlineRun.rows, OnlineRun.score = _draw, _rows, _score
+OnlineRun.draw, OnlineRun.forced_pairs, OnlineRun.rows, OnlineRun.ref_values, OnlineRun.score = _draw, _forced_pairs, _rows, _ref_values, _score
 
 # %% ../../nbs/27_training.ipynb #c024
 def _train_step(self:OnlineRun)->dict:
@@ -355,7 +449,8 @@ def _train_step(self:OnlineRun)->dict:
     local = dict(ids=ids, lq=lq.view(B, M), lp=lp.view(B, M), logr=torch.log(torch.as_tensor(r, dtype=torch.float64)).view(B, M),
                  lengths=torch.tensor([[max(len(g.token_ids), 1) for g in d] for d in gens], dtype=torch.float64).view(B, M),
                  keys=torch.tensor([[(self.step * len(all_ids) + pos[i]) * M + m for m in range(M)] for i in ids], dtype=torch.long).view(B, M),
-                 ref_lq=ref_lq, tokens=[[(g.prompt_ids, g.token_ids) for g in d] for d in gens], rows=len(P))
+                 ref_lq=ref_lq, tokens=[[(g.prompt_ids, g.token_ids) for g in d] for d in gens], rows=len(P),
+                 lq_scorer=self._scorer_lq.view(B, M) if len(P) else torch.zeros(B, M, dtype=torch.float64))
     detached = {k: (v.detach() if torch.is_tensor(v) else v) for k, v in local.items()}
     t1 = _sync(self.model)
     parts = self.gather(detached)                                         # every process's visits, in rank order
@@ -381,8 +476,12 @@ def _train_step(self:OnlineRun)->dict:
     every = self.gather(mine)
     self.step += 1
     row = self._log_row(every, all_ids, info, float(loss.detach()), gnorm)
-    row["mean_p_over_q"] = float((visit.logp - visit.logq.detach()).double().exp().mean())   # the fresh draws' E_q[p/q] (≤ 1 exactly)
-    self._draw_rows(every, all_ids, visit, info)
+    scorer = global_field(parts, all_ids, "lq_scorer")
+    lr = (visit.logp - visit.logq.detach().double()).numpy()
+    row["mean_p_over_q"] = float(np.exp(lr).mean())                  # the fresh draws' E_q[p/q] with the weights' q (1 exactly)
+    row["mean_p_over_q_scorer"] = float((visit.logp - scorer).exp().mean())   # the same with the scorer's log q (a diagnostic)
+    self._draw_rows(every, all_ids, visit, info, scorer)
+    self.identity_check(row, lr)
     self.log.append(row)
     return row
 
@@ -415,14 +514,14 @@ def _log_row(self:OnlineRun, every:list, all_ids:list, info, loss:float, gnorm:f
                validity=float(valid.mean()), mean_r=float(r.mean()), entropy=float(ent.mean()),
                distinct_share=float(np.mean(distinct)) if distinct else float("nan"),
                low_signal=int((valid.sum(1) <= 1).sum()), mean_length=float(lengths.mean()),
-               max_log_uw=float(log_uw.max()), ess=float(info.ess.double().mean()),
+               max_log_uw=float(log_uw.max()), ess=float(info.ess.double().mean()), positive_weights=int(torch.isfinite(log_uw).sum()),
                logprob_gap_max=max((d[0] for d in deltas), default=float("nan")),
                logprob_gap_mean=float(np.average([d[1] for d in deltas], weights=[d[2] for d in deltas])) if deltas else float("nan"),
                t_generation=t[0], t_potential=t[1], t_scoring=t[2], t_update=t[3], n_samples=r.size,
                n_tokens=int(lengths.sum()))
     return row | {k: v for k, v in self.est.summary(info).items() if k not in row}
 
-def _draw_rows(self:OnlineRun, every:list, all_ids:list, visit:E.Visit, info):
+def _draw_rows(self:OnlineRun, every:list, all_ids:list, visit:E.Visit, info, scorer:torch.Tensor):
     "One row per draw of this step, in global prompt order."
     L = self.cfg.loop
     texts = {i: tx for e in every for i, tx in zip(e["ids"], e["texts"])}
@@ -430,7 +529,7 @@ def _draw_rows(self:OnlineRun, every:list, all_ids:list, visit:E.Visit, info):
     for b, i in enumerate(all_ids):
         for m in range(L.M):
             self.draws.append(dict(step=self.step, prompt_id=self.tasks[i].id, draw=m, valid=float(visit.logr[b, m].exp()),
-                                   logp=float(visit.logp[b, m]), logq=float(logq[b, m]), logr=float(visit.logr[b, m]),
+                                   logp=float(visit.logp[b, m]), logq=float(logq[b, m]), logq_scorer=float(scorer[b, m]), logr=float(visit.logr[b, m]),
                                    log_uw=float(info.log_uw[b, m]), length=int(visit.lengths[b, m]), text_hash=text_hash(texts[i][m])))
 
 def _write_tables(self:OnlineRun):
@@ -446,7 +545,9 @@ def _train(self:OnlineRun, progress:bool=True, stop_after:int|None=None)->pd.Dat
     for _ in range(todo):
         row = self.train_step()
         if self.is_main: self.write_tables()
-        if self.step % L.checkpoint_every == 0 or self.step == L.steps: self.save()
+        if self.step % L.checkpoint_every == 0 or self.step == L.steps:
+            if self.heldout: self.reverse_identity()
+            self.save()
         bar.update(1); bar.set_postfix(loss=f"{row['loss']:.3f}", valid=f"{row['validity']:.2f}")
     bar.close()
     if self.is_main: self.warn_weights()
@@ -469,17 +570,127 @@ def _warn_weights(self:OnlineRun, z_max:float=4.0, min_draws:int=200):
 
 OnlineRun.warn_weights = _warn_weights
 
+# %% ../../nbs/27_training.ipynb #c025z
+IDENTITY_FLOOR = 1e-3   # a window's mean within this of 1 is never out: float rounding of exact densities, seen with an SE of 1e-7 when q ≈ p
+
+class WeightIdentityError(RuntimeError):
+    "The run's weights fail E_q[p/q] = 1 (or E_p[q/p] = 1) two windows (checkpoints) in a row."
+
+def _sums(row:dict)->IdentitySums|None:
+    k = ("pq_n", "pq_s1", "pq_s2", "pq_nfin", "pq_l1", "pq_l2")
+    return IdentitySums(*(row[x] for x in k)) if all(x in row for x in k) else None
+
+def _advice(self:OnlineRun)->str:
+    "What to change when the identity fails."
+    L, low = self.cfg.loop, self.dtype not in (torch.float32, torch.float64)
+    if L.weights == "scorer" and low: return "weigh with the sampler's own log-probs (loop.weights='sampler')"
+    if self.scoring == "model" and low: return "score log p reproducibly (loop.scoring='fp32_prior' or 'fixed_shape')"
+    return ("check that the engine reports the log-probs it sampled with (a stale adapter or another decoding config), "
+            "or train in float32 (load_model(dtype='float32'))")
+
+def _identity_check(self:OnlineRun, row:dict, log_ratio:np.ndarray):
+    "Add the step's identity sums and the window's E_q[p/q] to `row`; at a window's end, mark it and stop after two marked windows in a row."
+    L = self.cfg.loop; W = int(L.identity_window)
+    s = identity_sums(log_ratio)
+    row.update(pq_n=s.n, pq_s1=s.s1, pq_s2=s.s2, pq_nfin=s.n_fin, pq_l1=s.l1, pq_l2=s.l2)
+    recent = [r for r in self.log[len(self.log) - (W - 1):] if _sums(r) is not None] if W > 1 else []
+    win = window_identity([_sums(r) for r in recent] + [s])
+    row.update(pq_window_mean=win.mean, pq_window_se=win.se, pq_window_z=win.z(),
+               pq_window_detectable=detectable_inflation(win.se, L.identity_z)[0] if math.isfinite(win.se) else math.nan, pq_window_out=math.nan)
+    if self.step % W: return
+    out = not abs(win.mean - 1) <= max(L.identity_z * win.se, IDENTITY_FLOOR)   # NaN and inf are out
+    row["pq_window_out"] = float(out)
+    self.window_warnings(recent + [row], self.step - W + 1)
+    prev = self.log[-W].get("pq_window_out", math.nan) if len(self.log) >= W else math.nan
+    if out and prev == 1.0 and L.identity_stop:
+        p = self.log[-W]
+        self.log.append(row)
+        if self.is_main: self.write_tables()
+        raise WeightIdentityError(
+            f"step {self.step}: E_q[p/q] = {win.mean:.3f} ± {win.se:.3f} over steps {self.step - W + 1}-{self.step} and "
+            f"{p['pq_window_mean']:.3f} ± {p['pq_window_se']:.3f} over steps {self.step - 2 * W + 1}-{self.step - W}: outside "
+            f"[1 - {L.identity_z:g} SE, 1 + {L.identity_z:g} SE] two windows in a row, so the importance weights are not exact "
+            f"(model dtype {model_dtype(self.model)}, weights '{L.weights}', scoring '{self.scoring}', engine '{self.engine.name}'). "
+            f"To change: {_advice(self)}. loop.identity_stop=False logs the check without stopping")
+
+def _window_warnings(self:OnlineRun, rows:list[dict], first:int):
+    "Warn (console and warnings.txt) when a window's validity stays at 0 or every weight is 0: a run that cannot learn says so."
+    if not self.is_main or not rows: return
+    last = first + len(rows) - 1
+    msg = None
+    if all(r.get("validity", 1) == 0 for r in rows):
+        msg = (f"steps {first}-{last}: validity 0 in every step ({sum(r.get('n_samples', 0) for r in rows):,} draws, none valid): "
+               "every weight is 0 and the run cannot learn; check the potential, the prompts or the completion cap")
+    elif all(r.get("positive_weights", 1) == 0 for r in rows):
+        msg = (f"steps {first}-{last}: every importance weight is 0 (valid draws all have p = 0, e.g. outside a truncated prior's kept set): "
+               "the run cannot learn")
+    if msg:
+        with open(self.dir / "warnings.txt", "a") as f: f.write(msg + "\n")
+        warnings.warn(msg, RuntimeWarning, stacklevel=3)
+
+OnlineRun.identity_check, OnlineRun.window_warnings = _identity_check, _window_warnings
+
+# %% ../../nbs/27_training.ipynb #c025zz
+def _prior_draws(self:OnlineRun)->pd.DataFrame:
+    "The prior's draws of the held-out prompts (made once, kept in reverse_draws.parquet), weighed with their sampler's own log-probs."
+    f = self.dir / "reverse_draws.parquet"
+    if f.exists(): return pd.read_parquet(f)
+    if not self.heldout: raise ValueError("the reverse check needs held-out prompts: OnlineRun(..., heldout=tasks)")
+    L, n = self.cfg.loop, self.cfg.loop.reverse_draws
+    keys = torch.tensor([row_keys(L.seed, "reverse", t.id, k) for t in self.heldout for k in range(n)], dtype=torch.long)
+    if self.prior_model is not None:                                     # the float32 prior draws itself
+        eng = make_engine("hf" if L.engine == "vllm" else L.engine, self.prior_model, self.tok, rows=min(len(keys), L.prompts_per_step * L.M),
+                          max_prompt_len=max(map(len, self.heldout_ids)), max_new_tokens=L.max_new_tokens, config=self.prior_cfg, batch_size=L.gen_batch)
+        gens = eng.generate(self.heldout_ids, n, keys); del eng
+    else:
+        if not self.prior_cfg.is_plain: raise ValueError(f"the reverse check draws from the prior {self.prior_cfg} with the training engine: use scoring 'fp32_prior'")
+        with self.model.disable_adapter():
+            self.engine.refresh(); gens = self.engine.generate(self.heldout_ids, n, keys)
+        self.engine.refresh()
+    flat = [g for d in gens for g in d]
+    P, C = [g.prompt_ids for g in flat], [g.token_ids for g in flat]
+    d = pd.DataFrame(dict(prompt_id=[t.id for t in self.heldout for _ in range(n)], draw=[k for _ in self.heldout for k in range(n)],
+                          prompt_ids=P, token_ids=C, logp=[math.fsum(x) for x in own_logprobs(flat, "prior sampler")],
+                          logp_prior=self.score_prior(P, C).sum(-1).cpu().numpy(), length=[len(c) for c in C]))
+    if self.is_main: d.to_parquet(f)
+    return d
+
+def _reverse_identity(self:OnlineRun)->dict:
+    "E_p[q/p] on the prior's held-out draws under the current adapter, q being the weights' density; logged, and two failures in a row stop the run."
+    L, d = self.cfg.loop, self.prior_draws()
+    P, C = list(map(list, d.prompt_ids)), list(map(list, d.token_ids))
+    own = L.weights == "sampler" and getattr(self.engine, "own_density", False)
+    t0 = time.perf_counter()
+    if own: lq = np.array([math.fsum(x) for x in self.engine.logprobs(P, C)])
+    else:
+        with torch.no_grad(), self.scoring_weights(): lq = score_tokens(self.model, P, C, prior=False, batch_size=L.score_batch)[0].sum(-1).double().cpu().numpy()
+    wi = weight_identity(lq - d.logp.to_numpy())
+    out = not abs(wi.mean - 1) <= max(L.identity_z * wi.se, IDENTITY_FLOOR)
+    rec = dict(step=self.step, n=wi.n, mean=wi.mean, se=wi.se, z=wi.z(), out=bool(out), q="sampler" if own else "scorer",
+               mean_p_sampler_minus_prior=float((d.logp - d.logp_prior).mean()), seconds=time.perf_counter() - t0)
+    self.reverse.append(rec)
+    if self.is_main: (self.dir / "reverse.jsonl").write_text("".join(json.dumps(r) + "\n" for r in self.reverse))
+    if out and len(self.reverse) >= 2 and self.reverse[-2]["out"] and L.identity_stop:
+        p = self.reverse[-2]
+        raise WeightIdentityError(f"step {self.step}: the reverse identity E_p[q/p] = {wi.mean:.3f} ± {wi.se:.3f} on {wi.n:,} held-out draws from the prior, "
+                                  f"and {p['mean']:.3f} ± {p['se']:.3f} at step {p['step']}: outside [1 - {L.identity_z:g} SE, 1 + {L.identity_z:g} SE] "
+                                  f"at two checkpoints in a row (model dtype {model_dtype(self.model)}, weights '{L.weights}', scoring '{self.scoring}', "
+                                  f"engine '{self.engine.name}'). To change: {_advice(self)}")
+    return rec
+
+OnlineRun.prior_draws, OnlineRun.reverse_identity = _prior_draws, _reverse_identity
+
 # %% ../../nbs/27_training.ipynb #c025b
 @torch.no_grad()
-def _score_detached(self:OnlineRun, P:list, C:list)->tuple:
+def _score_detached(self:OnlineRun, P:list, C:list, prior:bool=True)->tuple:
     "`score_rows` without a graph, `loop.score_rows` rows per pass; per-token tensors padded to one width."
     k, L = self.cfg.loop.score_rows, self.cfg.loop
     with self.scoring_weights():
         parts = [score_tokens(self.model, P[s:s + k], C[s:s + k], self.prior_cfg, DecodingConfig(), self.nucleus,
-                              batch_size=L.score_batch) for s in range(0, len(P), k)]
+                              batch_size=L.score_batch, prior=prior) for s in range(0, len(P), k)]
     T = max(x[0].shape[1] for x in parts)
     widen = lambda t: torch.cat([t, t.new_zeros(t.shape[0], T - t.shape[1])], 1)
-    return tuple(torch.cat([widen(x[j]) for x in parts]) for j in range(3))
+    return tuple(None if parts[0][j] is None else torch.cat([widen(x[j]) for x in parts]) for j in range(3))
 
 def _own_rows(self:OnlineRun, ids:list[int], pos:dict, ref_keys)->tuple:
     "Where this process's rows sit in the step's visit: its prompts' positions, and those of its retained references."
