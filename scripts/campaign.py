@@ -118,10 +118,16 @@ def reference(arm:str)->str:
     return "base_strict" if arm in STRICT_ARMS else "base_fp32" if arm in FP32_ARMS else "base"
 
 
+# What the published campaign ran with before issue 36 added these loop keys: weights from the scorer's log q, log p from the
+# model's own pass, the identity logged but never stopping a run. Pinned so that its arms resume and reproduce as published;
+# an exact-weight re-run is a new arm, not a change to these.
+CAMPAIGN_LOOP = dict(weights="scorer", scoring="model", identity_stop=False)
+
+
 def arm_config(arm:str, overrides:dict|None=None):
     "The OnlineConfig of one arm (`overrides`: for smoke tests off the box only; they are recorded in the ledger)."
     from proposal_nb.lm.training import online_config
-    s = arm_settings(arm) | (overrides or {})
+    s = CAMPAIGN_LOOP | arm_settings(arm) | (overrides or {})
     return online_config(**s, checkpoint_every=s["steps"] + 1)  # checkpoints are saved here, at log-spaced steps
 
 

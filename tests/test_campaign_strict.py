@@ -25,6 +25,10 @@ BEFORE = {"iguana": IGUANA, "iguana_kl": IGUANA | {'estimator.kl_beta': 0.1},
           "msc": IGUANA | {'estimator.clip': 10.0, 'estimator.name': 'msc'},
           "rb_msc": IGUANA | {'estimator.clip': 10.0, 'estimator.name': 'rb-msc'},
           "msc_m2": IGUANA | {'estimator.clip': 10.0, 'estimator.name': 'msc', 'loop.M': 2, 'loop.checkpoint_every': 1251, 'loop.steps': 1250}}
+# the loop keys issue 36 added, pinned by campaign.CAMPAIGN_LOOP to what the published arms ran with
+SINCE_36 = {'loop.weights': 'scorer', 'loop.scoring': 'model', 'loop.identity_stop': False, 'loop.identity_window': 25,
+            'loop.identity_z': 3.0, 'loop.reverse_draws': 8}
+BEFORE = {a: v | SINCE_36 for a, v in BEFORE.items()}
 flat = lambda d: {f"{k}.{kk}": vv for k, v in d.items() for kk, vv in v.items()}
 
 

@@ -293,10 +293,12 @@ def test_site_overview_leads_with_the_table(tmp_path):
     "The built site's index.html opens with the findings table read from the published folders the results hold (seed 8)."
     from proposal_nb.site.build import build_site
     spec = {"base": ("base", 0.4, 0.5, True), "iguana-step-250": ("iguana", 0.8, 0.5, True)}
-    write_eval(tmp_path / "res" / "campaign_eval", draws_for(spec, 60, seed=8))
-    html = build_site(tmp_path / "res", tmp_path / "site")[0].read_text()
-    assert html.index("<h2>Findings of the published runs</h2>") < html.index("<h2>Runs</h2>")
-    body = html[html.index("Findings of the published runs"):html.index("<h2>Runs</h2>")]
+    write_eval(tmp_path / "pub" / "campaign_eval", draws_for(spec, 60, seed=8))
+    (tmp_path / "res").mkdir()
+    html = build_site(tmp_path / "res", tmp_path / "site", published=[tmp_path / "pub"])[0].read_text()
+    assert html.index("<h2>Published runs (1)</h2>") < html.index("<h2>Findings of the published runs</h2>")
+    body = html[html.index("<h2>Findings of the published runs</h2>"):]
+    body = body[:body.index("</table>")]
     assert body.count("<tr") == 10, body                                      # header + nine findings
     assert "iguana-step-250 − base: validity +" in body and ">reproduced<" in body and ">not run<" in body
 
