@@ -35,3 +35,14 @@ def test_readme_rebuilds(tmp_path):
     S.report(d)
     assert (d / "README.md").read_text() == (RUN / "README.md").read_text()
     pd.testing.assert_frame_equal(pd.read_csv(d / "windows.csv"), pd.read_csv(RUN / "windows.csv"))
+
+
+def test_the_project_readme_quotes_this_folder():
+    "The README's GPU paragraph: its counts, range and time are this folder's."
+    w = S.windows_table(RUN)
+    sam, sc = w[w.q.str.startswith("sampler")], w[w.q.str.startswith("scorer")]
+    r = json.loads((RUN / "summary.json").read_text())["result"]
+    text = " ".join((ROOT / "README.md").read_text().split())
+    claim = (f"within 2 SE of 1 in {int(sam.within_2se.sum())} of {len(sam)} windows, against {int(sc.within_2se.sum())} of {len(sc)} "
+             f"({sc['mean'].min():.2f}–{sc['mean'].max():.2f}) with the trainer's bf16 q on the same draws, at {r['per_sample_s']:.3f} s a sample")
+    assert claim in text, claim
