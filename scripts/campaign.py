@@ -122,6 +122,7 @@ def reference(arm:str)->str:
 # model's own pass, the identity logged but never stopping a run. Pinned so that its arms resume and reproduce as published;
 # an exact-weight re-run is a new arm, not a change to these.
 CAMPAIGN_LOOP = dict(weights="scorer", scoring="model", identity_stop=False)
+CAMPAIGN_EVAL = dict(weights="scorer")   # its evaluations likewise: both densities re-scored in one pass (score_pq)
 
 
 def arm_config(arm:str, overrides:dict|None=None):
@@ -189,7 +190,7 @@ def heldout_draws(model, tok, name:str, state, ex, keep_tokens:bool=False, valid
     _, heldout = _tasks()
     return evaluation_draws(model, tok, heldout, name, state, EVAL["R"], EVAL["M"], make_potential(valid, ex),
                             make_potential("correctness", ex), seed=EVAL["seed"], max_new_tokens=SHARED["max_new_tokens"],
-                            batch_size=EVAL["batch_size"], keep_tokens=keep_tokens, progress=False, engine="auto")
+                            batch_size=EVAL["batch_size"], keep_tokens=keep_tokens, progress=False, engine="auto", **CAMPAIGN_EVAL)
 
 
 def base_eval(runs:Path, model_path:str, name:str="base")->Path:
@@ -764,7 +765,7 @@ def card_checkpoint_eval(model, tok, name:str, out:Path, runs:Path, ex, eval_kw:
     t0, state = time.time(), {k: v.clone() for k, v in adapter_state(model).items()}
     d = evaluation_draws(model, tok, _card_tasks("heldout", kw["limit"]), name, state, kw["R"], kw["M"], valid or make_potential("no_error", ex),
                          make_potential("correctness", ex), seed=kw["seed"], max_new_tokens=kw["max_new_tokens"], batch_size=kw["batch_size"],
-                         progress=False, keep_tokens=True, engine="auto", prior=card_config())
+                         progress=False, keep_tokens=True, engine="auto", prior=card_config(), **CAMPAIGN_EVAL)
     t1 = d.drop(columns=["outside_kept"]).assign(logp=prior_logps(model, d, DecodingConfig()))
     (out / "heldout").mkdir(parents=True, exist_ok=True)   # one folder, so that `pack` carries both
     for pre, draws, base in (("", d, refs["base_card"]), ("t1-", t1, refs["base"])):

@@ -3,7 +3,7 @@ reader sees the results next to the code in Jupyter or on a code host, as nbdev 
 
     .venv/bin/python scripts/execute_notebooks.py [NOTEBOOK ...]     # default: every nbs/*.ipynb (not runs/, not _*)
 
-Cells flagged `slow` or `gpu` are skipped, as in the tests, and keep the outputs they have (a full run's). Kept: rich results and displays (HTML/Markdown tables, SVG
+Cells flagged `slow` or `gpu`, and `#| eval: false` cells, are skipped, as in the tests, and keep the outputs they have (a full run's). Kept: rich results and displays (HTML/Markdown tables, SVG
 and PNG figures, Vega-Lite charts) up to MAX_BYTES each, and stdout prints up to MAX_LINES lines. Dropped: stderr
 (warnings, progress bars), long logs, and anything larger. The notebook's sources are never changed; run
 `nbdev-clean` afterwards (it keeps outputs). CI executes the notebooks anyway, stored outputs or not."""
@@ -23,9 +23,9 @@ RICH = ("text/html", "text/markdown", "image/svg+xml", "image/png", "application
 
 
 def flagged(cell)->bool:
-    "A code cell whose directives name a skipped flag (e.g. `#| slow`)."
+    "A code cell whose directives name a skipped flag (e.g. `#| slow`) or say `#| eval: false`, as nbdev-test skips them."
     first = [l for l in cell["source"].splitlines() if l.startswith("#|")]
-    return any(f in l.split() for l in first for f in SKIP)
+    return any(f in l.split() for l in first for f in SKIP) or any(l.replace(" ", "") == "#|eval:false" for l in first)
 
 
 def small(output)->dict|None:

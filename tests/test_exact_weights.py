@@ -85,9 +85,11 @@ def test_resume_with_another_dtype_or_scoring_is_refused(tmp_path):
     cfg = online_config(M=4, prompts_per_step=2, steps=2, lr=1e-2, max_new_tokens=8, checkpoint_every=1)
     m, tok = fresh(); OnlineRun(m, tok, TASKS, has_a, cfg, tmp_path).train(progress=False)
     assert json.loads((tmp_path / "exact.json").read_text())["scoring"] == "model"
+    before = {f: (tmp_path / f).read_bytes() for f in ("config.json", "exact.json")}
     m, tok = fresh()
     with pytest.raises(ValueError, match=r"scoring model.*this run has.*scoring fixed_shape"):
         OnlineRun(m, tok, TASKS, has_a, online_config(**{**_flat(cfg), "scoring": "fixed_shape"}), tmp_path)
+    assert {f: (tmp_path / f).read_bytes() for f in before} == before                     # a refused resume leaves the folder as it was
     m, tok = fresh(dtype=torch.bfloat16)
     with pytest.raises(ValueError, match=r"dtype float32.*this run has dtype bfloat16"):
         OnlineRun(m, tok, TASKS, has_a, cfg, tmp_path)

@@ -11,14 +11,15 @@ import numpy as np
 import pandas as pd
 import torch
 from ..programs.tasks import Task, extract_program
-from .models import chat_prompt
+from .models import chat_prompt, exact_defaults, prior_copy
 from .generation import row_keys
-from .engines import make_engine
-from .densities import DecodingConfig, completion_logprobs, score_pq
+from .engines import make_engine, own_logprobs
+from .densities import DecodingConfig, completion_logprobs, score_pq, prior_token_logprobs, SCORING_MODES
 
 # %% auto #0
 __all__ = ['PotentialFn', 'prompt_texts', 'text_hash', 'grade', 'keyed_generations', 'base_rollouts', 'load_adapter_state',
-           'adapter_state', 'prior_logps', 'evaluation_draws', 'prior_table', 'load_task_source', 'load_adapter_folder']
+           'adapter_state', 'prior_logps', 'resolve_scoring', 'evaluation_draws', 'prior_table', 'load_task_source',
+           'load_adapter_folder']
 
 # %% ../../nbs/26_rollouts.ipynb #c005
 PotentialFn = Callable[[Sequence[Task], Sequence[str]], np.ndarray]
@@ -146,6 +147,19 @@ def prior_logps(model, # a PeftModel (scored with its adapter off)
     with model.disable_adapter(), torch.no_grad():
         return completion_logprobs(model, list(draws.prompt_ids), list(draws.token_ids), config=prior, batch_size=8).double().cpu().numpy()
 
+# %% ../../nbs/26_rollouts.ipynb #c012r
+def resolve_scoring(model, # the model whose draws are weighed
+                    scoring:str, # a scoring mode or 'auto'
+                    prior:DecodingConfig=DecodingConfig(), # the prior's decoding config
+                   )->str: # one of SCORING_MODES
+    "The scoring mode 'auto' stands for: the model's own pass in float32, else the exact and fastest mode (models.exact_defaults)."
+    if scoring != "auto":
+        if scoring not in SCORING_MODES: raise ValueError(f"scoring must be 'auto' or one of {', '.join(SCORING_MODES)}; got {scoring!r}")
+        return scoring
+    if next(model.parameters()).dtype in (torch.float32, torch.float64): return "model"
+    mode = exact_defaults(model, device="cuda").scoring
+    return "fp32_prior" if mode == "fixed_shape" and not prior.is_plain else mode
+
 # %% ../../nbs/26_rollouts.ipynb #c012b
 def evaluation_draws(model, # a PeftModel (its adapter is replaced by `state` when given)
                      tokenizer, # its tokenizer
@@ -163,21 +177,33 @@ def evaluation_draws(model, # a PeftModel (its adapter is replaced by `state` wh
                      keep_tokens:bool=False, # add prompt_ids / token_ids columns (to re-score the draws later)
                      engine:str="auto", # sampling engine (engines.ENGINES); every arm gets the same keys
                      prior:DecodingConfig=DecodingConfig(), # the prior sampler p_gen: the base arm draws from it, every weight uses its density
+                     weights:str="sampler", # log q of a proposal's draws: 'sampler' (the engine's own log-probs) or 'scorer' (re-scored, exact in float32 only)
+                     scoring:str="auto", # log p with weights='sampler': a scoring mode (densities.SCORING_MODES) or 'auto' (resolve_scoring)
+                     prior_model=None, # the float32 base copy for scoring 'fp32_prior' (default: made here from the model)
                     )->pd.DataFrame: # DRAW_COLUMNS (+ tags, + token columns with keep_tokens, + outside_kept for a truncated prior)
     "R×M draws per task from one checkpoint with validity, correctness and both densities: DRAW_COLUMNS rows."
+    if weights not in ("sampler", "scorer"): raise ValueError(f"weights must be 'sampler' or 'scorer', got {weights!r}")
     draw = lambda adapter, cfg: keyed_generations(model, tokenizer, tasks, R * M, seed, "eval", engine, max_new_tokens, batch_size,
                                                   adapter=adapter, progress=progress, config=cfg)
     if state is None:                                    # the base arm: q = p_gen, draws from the prior sampler itself
         draws = draw(False, prior)
         flat = [g for d in draws for g in d]
-        logp, outside = _prior_density(model, flat, prior)
+        if weights == "sampler":                         # the density the draws came from: the sampler's own (a reverse weight's p)
+            logp, outside = torch.tensor([math.fsum(x) for x in own_logprobs(flat, engine)], dtype=torch.float64), np.zeros(len(flat), bool)
+        else: logp, outside = _prior_density(model, flat, prior)
         logq = logp
-    else:                                                # the proposal: T = 1, untruncated, so log q is exact
+    else:                                                # the proposal: T = 1, untruncated, so the sampler's log-probs are log q
         load_adapter_state(model, state)
         draws = draw(True, DecodingConfig())
         flat = [g for d in draws for g in d]
+        P, C = [g.prompt_ids for g in flat], [g.token_ids for g in flat]
         with torch.no_grad():
-            logq, logp = score_pq(model, [g.prompt_ids for g in flat], [g.token_ids for g in flat], prior_config=prior, batch_size=8)
+            if weights == "scorer": logq, logp = score_pq(model, P, C, prior_config=prior, batch_size=8)
+            else:
+                logq = torch.tensor([math.fsum(x) for x in own_logprobs(flat, engine)], dtype=torch.float64)
+                mode = resolve_scoring(model, scoring, prior)
+                pm = prior_model if prior_model is not None or mode != "fp32_prior" else prior_copy(model)
+                logp = prior_token_logprobs(model, P, C, mode, pm, prior, batch_size=8)[0].sum(-1)
         outside = logp.isinf().cpu().numpy()             # outside the prior's kept set: weight 0
     flat_t = [t for t, d in zip(tasks, draws) for _ in d]
     texts = [g.text for g in flat]
@@ -197,14 +223,19 @@ def prior_table(model, # a PeftModel
                 base_draws:pd.DataFrame, # the base arm's evaluation draws, made with keep_tokens=True
                 checkpoint:str, # name of the arm to re-score under
                 state:dict|None, # its adapter weights (None: the base model, q = p)
+                tokenizer=None, # given: log q is the checkpoint's sampler's own density of the draws (engine forced rows); None: re-scored
+                engine:str="auto", # the sampling engine whose density is taken (the fast engine's is its own; others score by the model)
                )->pd.DataFrame:
     "The base model's draws with log q re-scored under a checkpoint: the `prior` table of the report card."
     if "token_ids" not in base_draws: raise ValueError("base_draws lack token_ids: make them with keep_tokens=True")
     out = base_draws.assign(checkpoint=checkpoint).drop(columns=["prompt_ids", "token_ids"])
     if state is None: return out.assign(logq=out.logp)
     load_adapter_state(model, state)
-    with torch.no_grad():
-        lq = completion_logprobs(model, list(base_draws.prompt_ids), list(base_draws.token_ids), batch_size=8)
+    P, C = list(map(list, base_draws.prompt_ids)), list(map(list, base_draws.token_ids))
+    if tokenizer is not None:
+        eng = make_engine(engine, model, tokenizer, rows=min(len(P), 64), max_prompt_len=max(map(len, P)), max_new_tokens=max(map(len, C)))
+        return out.assign(logq=[math.fsum(x) for x in eng.logprobs(P, C)])
+    with torch.no_grad(): lq = completion_logprobs(model, P, C, batch_size=8)
     return out.assign(logq=lq.double().cpu().numpy())
 
 # %% ../../nbs/26_rollouts.ipynb #c015

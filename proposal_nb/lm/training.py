@@ -22,13 +22,13 @@ from .engines import make_engine, check_weights, own_logprobs
 from .models import model_dtype, exact_defaults, prior_copy
 from ..theory.design import ema_floor
 from ..results import checkpoint_parts
-from .rollouts import PotentialFn, prompt_texts, text_hash, adapter_state, load_adapter_state
+from .rollouts import PotentialFn, prompt_texts, text_hash, adapter_state, load_adapter_state, resolve_scoring
 
 # %% auto #0
 __all__ = ['EXTENDABLE', 'LEGACY_LOOP', 'LOOP_SINCE_36', 'IDENTITY_FLOOR', 'TIMING', 'LoopConfig', 'EstimatorConfig',
            'NormalizerSettings', 'PriorSettings', 'OnlineConfig', 'online_config', 'step_seed', 'step_prompts',
-           'adam_moment_norm', 'global_field', 'global_visit', 'RunHooks', 'resolve_scoring', 'OnlineRun',
-           'WeightIdentityError', 'same_run']
+           'adam_moment_norm', 'global_field', 'global_visit', 'RunHooks', 'OnlineRun', 'WeightIdentityError',
+           'same_run']
 
 # %% ../../nbs/27_training.ipynb #c007
 @dataclass
@@ -242,16 +242,6 @@ EXTENDABLE = (("loop", "steps"), ("loop", "checkpoint_every"), ("loop", "score_r
 LEGACY_LOOP = dict(weights="scorer", scoring="model")   # what a checkpoint saved before these keys existed was trained with
 LOOP_SINCE_36 = ("weights", "scoring", "identity_window", "identity_z", "identity_stop", "reverse_draws")   # loop keys an older checkpoint lacks
 
-def resolve_scoring(model, # the training model
-                    scoring:str, # loop.scoring
-                    prior:DecodingConfig=DecodingConfig(), # the prior's decoding config
-                   )->str: # one of SCORING_MODES
-    "The scoring mode 'auto' stands for: the model's own pass in float32, else the exact and fastest mode (models.exact_defaults)."
-    if scoring != "auto": return scoring
-    if next(model.parameters()).dtype in (torch.float32, torch.float64): return "model"
-    mode = exact_defaults(model, device="cuda").scoring
-    return "fp32_prior" if mode == "fixed_shape" and not prior.is_plain else mode
-
 class OnlineRun(RunHooks):
     "An online training run of a LoRA proposal (PeftModel) on tasks with a potential."
     def __init__(self, model, tokenizer, # a PeftModel (adapter trained) and its tokenizer
@@ -288,10 +278,10 @@ class OnlineRun(RunHooks):
                                             max_new_tokens=L.max_new_tokens, nucleus_of=self.prior_cfg if self.nucleus else None,
                                             base_path=base_path, compile=L.compile, batch_size=L.gen_batch,
                                             forced_rows=local if refs and L.weights == "sampler" else 0)
+        if resume: self.load_latest()                                                 # a refused resume leaves the folder as it was
         if self.is_main:                                                              # one writer
             (self.dir / "config.json").write_text(json.dumps(config.to_dict(), indent=2))
             (self.dir / "exact.json").write_text(json.dumps(self.exact_settings(), indent=2))
-        if resume: self.load_latest()
 
 def _exact_settings(self:OnlineRun)->dict:
     "What the run's weights depend on: the model's dtype, the scoring mode of log p, the density q in a weight."
