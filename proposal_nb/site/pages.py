@@ -18,8 +18,8 @@ from .charts import (training_chart, metric_band_chart, paired_chart, rates_char
 # %% auto #0
 __all__ = ['FINDINGS_NOTE', 'RUN_COLUMNS', 'ORIGINS', 'MISSING_TEXT', 'CONTROL_TABLES', 'PAGES', 'Page', 'table_html', 'kinds',
            'findings_blocks', 'related_runs', 'runs_table', 'page_overview', 'page_rates', 'page_training',
-           'page_heldout', 'page_bins', 'prompt_texts', 'page_prompts', 'page_report_card', 'page_calibration',
-           'page_breakeven', 'run_page']
+           'weights_caveat', 'page_heldout', 'page_bins', 'prompt_texts', 'page_prompts', 'page_report_card',
+           'page_calibration', 'page_breakeven', 'run_page']
 
 # %% ../../nbs/38c_site_pages.ipynb #c005
 class Page(NamedTuple):
@@ -144,6 +144,20 @@ def page_training(runs, # the run folders (results.find_runs)
                                ("chart", train_bins_chart(tb)), ("table", tb)]
     return Page("training", "Training", blocks)
 
+# %% ../../nbs/38c_site_pages.ipynb #c013w
+def weights_caveat(run:Run)->str|None:
+    "A warning for a run weighed by the trainer's bf16 log q (before issue 36): its numbers weighed by p/q read high; None when exact."
+    cfg, f = run.config, Path(run.path) / "exact.json"          # exact.json: what a training run's weights depend on
+    ex = json.loads(f.read_text()) if f.exists() else {}
+    loop = lambda k: ((cfg.get(k) or {}).get("loop") or {}).get("weights")          # a nested training config (training or config)
+    weights = cfg.get("weights") or ex.get("weights") or (cfg.get("exact") or {}).get("weights") or loop("training") or loop("config")
+    if weights == "sampler": return None
+    dtype = str(cfg.get("dtype") or ex.get("dtype") or cfg.get("machine") or (cfg.get("published") or {}).get("machine") or "")
+    if "bf16" not in dtype and "bfloat16" not in dtype: return None
+    return ("Weighed by the trainer's bf16 log q, as before issue 36: every number weighed by p/q here (wacc, ESS, Ẑ, the KL "
+            "estimates) reads high; see campaign_weight_check and, with exact weights, h200_exact_weights and the fp32 arms.")
+
+
 # %% ../../nbs/38c_site_pages.ipynb #c014
 def page_heldout(runs, # the run folders (results.find_runs)
                  results, # the results folder they sit in
@@ -154,7 +168,11 @@ def page_heldout(runs, # the run folders (results.find_runs)
     if ho is None: return None
     ms = list(ho.summary.metric.unique())
     main = [m for m in HEADLINE if m in ms] or ms[:3]
-    blocks = [("p", "Macro means over held-out prompts; bands are 95% prompt-bootstrap intervals."),
+    biased = [r.name for r in runs if r.name in set(ho.summary.source) and weights_caveat(r)]
+    blocks = [("p", "Macro means over held-out prompts; bands are 95% prompt-bootstrap intervals.")]
+    if biased: blocks.append(("p", f"<strong>Read with care:</strong> {', '.join(map(html.escape, biased))} weighed by the trainer's bf16 log q "
+                                   "(before issue 36); their weighed metrics (wacc, ESS) read high."))
+    blocks += [
               ("chart", metric_band_chart(ho.summary, main))]
     rest = [m for m in ms if m not in main]
     if rest: blocks += [("h2", "Other metrics"), ("chart", metric_band_chart(ho.summary, rest))]
@@ -298,7 +316,8 @@ def run_page(run:Run, # the run
              runs=(), # every run of the site (links to the runs it evaluates or that evaluate it)
             )->Page:
     "A page of one run folder: config, related runs, summary, tables and figures."
-    blocks = [("h2", "Config"), ("table", _kv(run.config))]
+    blocks = [("p", f"<strong>Read with care.</strong> {w}")] if (w := weights_caveat(run)) else []
+    blocks += [("h2", "Config"), ("table", _kv(run.config))]
     if rel := related_runs(run, runs):
         known = {r.name for r in runs}
         what = "Evaluates" if run.config.get("kind") == "evaluate" else "Evaluated by"
