@@ -39,15 +39,16 @@ def main():
         ex.run(['pass'] * ex.workers)
         res['isolation'] = ex.isolation
         for kind in ('no_error', 'strict'):
-            pot, secs, n, vals = make_potential(kind, ex), [], 0, []
+            pot, secs, n, vals, steps = make_potential(kind, ex), [], 0, [], []
             for s in range(a.steps):
-                ps = rng.choice(ids, a.prompts, replace=False)
+                ps = rng.choice(ids, a.prompts, replace=False); steps.append([str(p) for p in ps])
                 ts = [tasks[p] for p in ps for _ in range(a.m)]
                 cs = [by[p][rng.integers(len(by[p]))] for p in ps for _ in range(a.m)]
                 t0 = time.perf_counter(); r = pot(ts, cs); secs.append(time.perf_counter() - t0)
                 n += len(cs); vals += list(r)
             res['rows'].append(dict(potential=kind, s_per_sample=sum(secs) / n, s_per_step_median=float(np.median(secs)),
-                                    mean_r=float(np.mean(vals)), samples=n))
+                                    mean_r=float(np.mean(vals)), samples=n,
+                                    step_seconds=[round(x, 4) for x in secs], step_prompts=steps))  # a mean can be one slow program's: see which step
             print(f"{kind:>9}: {1e3 * sum(secs) / n:.3f} ms/sample, median step {1e3 * np.median(secs):.0f} ms, mean r {np.mean(vals):.2f}")
     if a.out:
         a.out.parent.mkdir(parents=True, exist_ok=True); a.out.write_text(json.dumps(res, indent=1))

@@ -93,6 +93,8 @@ def main():
     ap.add_argument('--seed', type=int, default=35)
     ap.add_argument('--workers', type=int, default=8)
     a = ap.parse_args()
+    a.out = a.out.resolve()  # the graders run with the work folder as cwd: paths must not be relative
+    a.before, a.draws = (x.resolve() if x else None for x in (a.before, a.draws))
     root = Path(__file__).resolve().parents[1]
     sys.path.insert(0, str(root))
     from proposal_nb.programs.tasks import load_embedded, load_humaneval
@@ -137,7 +139,7 @@ def main():
     (a.out / 'config.json').write_text(json.dumps(dict(
         kind='grader_differential', machine=f'{platform.node()}: {os.cpu_count()} CPUs, {platform.machine()}',
         date=datetime.date.today().isoformat(), commit=head, command=' '.join(['scripts/grader_differential.py'] + sys.argv[1:]),
-        before=str(a.before) if a.before else None, generate=a.generate, seed=a.seed, max_new_tokens=a.max_new_tokens), indent=1))
+        before=str(a.before) if a.before else None, draws=str(a.draws) if a.draws else None, generate=a.generate, seed=a.seed, max_new_tokens=a.max_new_tokens), indent=1))
     print(json.dumps({k: v for k, v in summary.items() if k != 'isolation'}, indent=1))
     bad = flips or not all(summary['reference_all_correct'].values()) or summary['mutants_ever_correct'] or summary['renamed_no_error']
     sys.exit(1 if bad else 0)
