@@ -18,12 +18,12 @@ import pandas as pd
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    ap.add_argument('--draws', type=Path, required=True)
-    ap.add_argument('--steps', type=int, default=40)
-    ap.add_argument('--prompts', type=int, default=8)
-    ap.add_argument('--m', type=int, default=10)
-    ap.add_argument('--seed', type=int, default=0)
-    ap.add_argument('--out', type=Path)
+    ap.add_argument("--draws", type=Path, required=True)
+    ap.add_argument("--steps", type=int, default=40)
+    ap.add_argument("--prompts", type=int, default=8)
+    ap.add_argument("--m", type=int, default=10)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", type=Path)
     a = ap.parse_args()
     from proposal_nb.programs.tasks import load_embedded
     from proposal_nb.programs.potentials import make_potential

@@ -277,10 +277,10 @@ def show(res: dict):
 
 if __name__ == '__main__':
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    ap.add_argument('--n', type=int, default=1000)
-    ap.add_argument('--seed', type=int, default=18)
-    ap.add_argument('--no-speed', action='store_true', help='skip the speed comparison with a naive python -c')
-    ap.add_argument('--out', type=Path)
+    ap.add_argument("--n", type=int, default=1000)
+    ap.add_argument("--seed", type=int, default=18)
+    ap.add_argument("--no-speed", action='store_true', help='skip the speed comparison with a naive python -c')
+    ap.add_argument("--out", type=Path)
     a = ap.parse_args()
     import hypothesis
     t0 = time.time()

@@ -88,9 +88,9 @@ def show(res: dict):
 
 if __name__ == '__main__':
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    ap.add_argument('--trivial', type=int, default=40)
-    ap.add_argument('--heavy', type=int, default=20)
-    ap.add_argument('--out', type=Path)
+    ap.add_argument("--trivial", type=int, default=40)
+    ap.add_argument("--heavy", type=int, default=20)
+    ap.add_argument("--out", type=Path)
     a = ap.parse_args()
     res = bench(a.trivial, a.heavy)
     show(res)

@@ -85,13 +85,13 @@ def generate(tasks, n: int, max_new_tokens: int, seed: int) -> pd.DataFrame:
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    ap.add_argument('--out', type=Path, required=True)
-    ap.add_argument('--before', type=Path, help='a checkout (its folder holding proposal_nb/) of the grader before the change')
-    ap.add_argument('--draws', type=Path, help='a parquet of completions (prompt_id, text)')
-    ap.add_argument('--generate', type=int, default=0, help='draw this many completions per task here (embedded model)')
-    ap.add_argument('--max-new-tokens', type=int, default=256)
-    ap.add_argument('--seed', type=int, default=35)
-    ap.add_argument('--workers', type=int, default=8)
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--before", type=Path, help='a checkout (its folder holding proposal_nb/) of the grader before the change')
+    ap.add_argument("--draws", type=Path, help='a parquet of completions (prompt_id, text)')
+    ap.add_argument("--generate", type=int, default=0, help='draw this many completions per task here (embedded model)')
+    ap.add_argument("--max-new-tokens", type=int, default=256)
+    ap.add_argument("--seed", type=int, default=35)
+    ap.add_argument("--workers", type=int, default=8)
     a = ap.parse_args()
     a.out = a.out.resolve()  # the graders run with the work folder as cwd: paths must not be relative
     a.before, a.draws = (x.resolve() if x else None for x in (a.before, a.draws))
