@@ -249,7 +249,7 @@ def build_root(root:str, # an empty folder: becomes the new root (a tmpfs)
     if not _mount('tmpfs', root, 'tmpfs', MS_NOSUID, 'size=16m,mode=0755'): raise OSError(ctypes.get_errno(), 'tmpfs root')
     for p in root_binds():
         if not _bind_ro(p, root + p): raise OSError(ctypes.get_errno(), f'bind {p}')
-    os.makedirs(root + '/dev'); os.makedirs(root + '/tmp', mode=0o755); os.makedirs(root + '/proc')
+    os.makedirs(root + '/dev'); os.makedirs(root + '/tmp', mode=0o755, exist_ok=True); os.makedirs(root + '/proc')   # /tmp exists when python lives under it
     for dev in ('null', 'zero', 'full', 'random', 'urandom'):
         open(f'{root}/dev/{dev}', 'a').close()
         if not _mount(f'/dev/{dev}', f'{root}/dev/{dev}', None, MS_BIND): raise OSError(ctypes.get_errno(), f'bind /dev/{dev}')
@@ -313,8 +313,14 @@ def _private_tmp(file_mb:int):
     "A mount and IPC namespace of the candidate's own, with fresh tmpfs at /tmp and /dev/shm."
     if _libc.unshare(NEWNS | NEWIPC) != 0: raise OSError(ctypes.get_errno(), 'unshare(mount, ipc)')
     _mount('none', '/', None, MS_REC | MS_PRIVATE)
+    kept = {p: os.open(p, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC) for p in root_binds() if p.startswith('/tmp/') and os.path.isdir(p)}
     for d in ('/tmp', '/dev/shm'):
         if not _mount('tmpfs', d, 'tmpfs', MS_NOSUID | MS_NODEV, f'size={max(1, file_mb)}m,mode=1777'): raise OSError(ctypes.get_errno(), f'tmpfs {d}')
+    for p, fd in kept.items():   # python itself under /tmp (a venv there): its folders stay visible, read-only, in the fresh /tmp
+        os.makedirs(p, mode=0o755, exist_ok=True)
+        if not _mount(f'/proc/self/fd/{fd}', p, None, MS_BIND | MS_REC) or not _mount(None, p, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV):
+            raise OSError(ctypes.get_errno(), f'bind {p} into the private /tmp')
+        os.close(fd)
 
 # %% ../../nbs/21a_runner.ipynb #a020
 def confine_candidate(spec:dict, # limits and layers (see `Supervisor.spawn`)
