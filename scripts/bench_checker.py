@@ -7,7 +7,7 @@ each step draws its prompts and their completions with a seeded generator, so th
 wrong and broken programs the model writes. The Executor has the loop's default limits and one worker per CPU; identical programs within a step are graded once
 (as in the loop), none is carried across steps (the loop's cache would only make it faster).
 
-Usage: .venv/bin/python scripts/bench_checker.py --draws published/grader_differential/draws.parquet [--steps 40]
+Usage: .venv/bin/python scripts/bench_checker.py --draws published/grader_differential/completions.parquet [--steps 40]
        [--prompts 8] [--m 10] [--out results/bench_checker.json]"""
 import argparse, json, os, time
 from pathlib import Path

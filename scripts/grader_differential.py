@@ -102,7 +102,7 @@ def main():
     a.out.mkdir(parents=True, exist_ok=True)
     draws = None
     if a.generate:
-        draws = generate(tasks, a.generate, a.max_new_tokens, a.seed); draws.to_parquet(a.out / 'draws.parquet', index=False)
+        draws = generate(tasks, a.generate, a.max_new_tokens, a.seed); draws.to_parquet(a.out / 'completions.parquet', index=False)
     elif a.draws: draws = pd.read_parquet(a.draws)
     table = programs(tasks, draws)
     tmp = a.out / '.work'; tmp.mkdir(exist_ok=True)
