@@ -594,10 +594,12 @@ def end_reason(stop:str|None, # what the supervisor stopped it for (None: it end
                budget:float, # the CPU budget
                ooms:int, # out-of-memory kills in the leaf during this candidate
               )->str|None: # a resource reason, 'early-exit' for an exit, None when nothing stopped it
-    "The reason a candidate ended that overrides what the judge saw, if any."
+    """The reason a candidate ended that overrides what the judge saw, if any. An out-of-memory kill in its tree comes
+    first: the tree passed its memory limit, and the reclaim before that kill is CPU time charged to the tree (touching
+    2 GiB costs 3-5 CPU-s on some virtual machines), so a CPU stop after it is its consequence."""
+    if ooms: return 'memory'
     if stop in ('timeout', 'wall') or cpu >= budget: return 'timeout'
     if stop == 'output-limit': return 'output-limit'
-    if ooms: return 'memory'
     if status is not None and os.WIFSIGNALED(status): return 'killed'
     return None
 
