@@ -11,14 +11,14 @@ from types import SimpleNamespace
 from typing import Callable, Sequence
 import nbformat
 import proposal_nb
-from .results import CONFIG, Run, read_json, write_json, failed_attempt, mark_failed
+from .results import CONFIG, Run, read_json, write_json, failed_attempt, mark_failed, save_chart
 
 # %% auto #0
 __all__ = ['REPO', 'RUNS', 'STEP_SECONDS', 'DEFAULT_TASKS', 'DEFAULT_SPLIT', 'DEFAULT_TRAIN', 'JOB_LOG', 'HEADLINE_METRICS',
            'JOB_FINDINGS', 'PATH_PARAMETERS', 'EMBEDDED_MODEL', 'ENGINE_NAMES', 'TRAIN_POTENTIALS', 'VLLM_REMEDY',
            'TOKENIZER_FILES', 'RESUME_MAY_CHANGE', 'SPLIT_KEYS', 'parameters_index', 'holds_run', 'run_notebook',
-           'console_stream', 'output_to', 'publish_gpu_benchmark', 'default_published', 'save_chart', 'fmt_seconds',
-           'time_left', 'StepLine', 'base_validity', 'final_adapter', 'default_steps', 'StepFailed', 'failure_message',
+           'console_stream', 'output_to', 'publish_gpu_benchmark', 'default_published', 'fmt_seconds', 'time_left',
+           'StepLine', 'base_validity', 'final_adapter', 'default_steps', 'StepFailed', 'failure_message',
            'run_pipeline', 'build_results_site', 'headline_table', 'job_findings', 'findings_lines', 'job_tables',
            'job_summary', 'read_table_ids', 'load_params', 'declared_parameters', 'parameter_types',
            'coerce_parameters', 'check_parameters', 'absolute_paths', 'run_experiment', 'parameter_defaults',
@@ -136,21 +136,6 @@ def default_published()->Path|None:
     try: return published_root()
     except FileNotFoundError: pass
     return REPO / "published" if any((REPO / "published").glob(f"*/{CONFIG}")) else None
-
-# %% ../nbs/39_pipeline.ipynb #c011
-def save_chart(chart, # an Altair chart
-               out_dir:str|Path, # the folder to write into (created)
-               name:str, # file name without extension
-              )->list[Path]: # the files written
-    "Write `name.vl.json` and, when vl-convert is available, `name.svg`; return the paths written."
-    out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
-    paths = [out / f"{name}.vl.json"]
-    paths[0].write_text(chart.to_json())
-    try:
-        import vl_convert  # noqa: F401
-        chart.save(out / f"{name}.svg"); paths.append(out / f"{name}.svg")
-    except ImportError: pass
-    return paths
 
 # %% ../nbs/39_pipeline.ipynb #p002
 STEP_SECONDS = dict(theory=14, z=106, iguana=225, msc=240, eval=449, breakeven_iguana=4, breakeven_msc=4, site=22)  # seconds: the main job on the 2-core CPU machine (results/timing.json, 2026-11-30)

@@ -12,7 +12,7 @@ import pandas as pd
 # %% auto #0
 __all__ = ['CONFIG', 'DOCUMENTS', 'TABLES', 'TABLE_EXTS', 'PUBLISHED_ENV', 'Table', 'table_path', 'write_table', 'read_file',
            'read_table', 'write_json', 'read_json', 'Run', 'mark_failed', 'failed_attempt', 'find_runs', 'run_tables',
-           'checkpoint_parts', 'published_root']
+           'checkpoint_parts', 'published_root', 'project_commit', 'gpu_minutes', 'save_chart']
 
 # %% ../nbs/05_results.ipynb #c005
 CONFIG = "config.json"        # the file that makes a folder a run
@@ -219,3 +219,44 @@ def published_root(start:Path|str|None=None, # where the search upwards begins (
     raise FileNotFoundError(f"no published/ folder of run folders in {here} or any folder above it; run from inside the "
                             f"proposal_nb repository, or set {PUBLISHED_ENV} to the folder of published runs "
                             f"(export {PUBLISHED_ENV}=/path/to/proposal_nb/published)")
+
+# %% ../nbs/05_results.ipynb #c022
+def project_commit(short:bool=True, # the short hash
+                  )->str|None: # None when proposal_nb is not imported from a git checkout (an installed wheel)
+    "The commit of the checkout that proposal_nb is imported from: what a run folder's `commit` names."
+    import subprocess, proposal_nb
+    root = Path(proposal_nb.__file__).resolve().parents[1]
+    if not (root / ".git").exists(): return None
+    r = subprocess.run(["git", "rev-parse", *(["--short"] if short else []), "HEAD"], capture_output=True, text=True, cwd=root)
+    return r.stdout.strip() or None
+
+# %% ../nbs/05_results.ipynb #c024
+def gpu_minutes(ledgers:dict, # {name: job ledger lines (date: the job's end, ISO; wall_s; gpu: the GPU's name)}
+               )->dict: # {name: dict(wall=minutes, attributed=minutes)}, rounded to 0.01 minute
+    """Each ledger's GPU minutes: wall-clock (the sum of its jobs) and attributed (each job's seconds divided by the number of
+    jobs that shared its GPU at that moment, integrated over time: runs trained side by side on one GPU split its cost).
+    A job's interval is [date - wall_s, date]; jobs on one GPU are those whose `gpu` names match (one GPU per job here)."""
+    from datetime import datetime as dt
+    jobs = [(a, dt.fromisoformat(j["date"]).timestamp() - j["wall_s"], dt.fromisoformat(j["date"]).timestamp(), j.get("gpu"))
+            for a, js in ledgers.items() for j in js]
+    cuts = sorted({t for _, s, e, _ in jobs for t in (s, e)})
+    share = {a: 0.0 for a in ledgers}
+    for lo, hi in zip(cuts, cuts[1:]):
+        live = [(a, g) for a, s, e, g in jobs if s <= lo and e >= hi]
+        for a, g in live: share[a] += (hi - lo) / sum(1 for _, g2 in live if g2 == g)
+    return {a: dict(wall=round(sum(j["wall_s"] for j in js) / 60, 2), attributed=round(share[a] / 60, 2)) for a, js in ledgers.items()}
+
+# %% ../nbs/05_results.ipynb #c027
+def save_chart(chart, # an Altair chart
+               out_dir:str|Path, # the folder to write into (created)
+               name:str, # file name without extension
+              )->list[Path]: # the files written
+    "Write `name.vl.json` and, when vl-convert is available, `name.svg`; return the paths written."
+    out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
+    paths = [out / f"{name}.vl.json"]
+    paths[0].write_text(chart.to_json())
+    try:
+        import vl_convert  # noqa: F401
+        chart.save(out / f"{name}.svg"); paths.append(out / f"{name}.svg")
+    except ImportError: pass
+    return paths

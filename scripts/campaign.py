@@ -39,6 +39,7 @@ the box) and asserts they are identical (`training.same_run`)."""
 import argparse, json, math, os, subprocess, sys, tarfile, time
 from datetime import datetime, timezone
 from pathlib import Path
+from proposal_nb.results import gpu_minutes
 
 # The pre-registered design: fixed before any arm ran, never chosen from an outcome.
 SHARED = dict(M=10, prompts_per_step=8, steps=250, lr=1e-4, grad_clip=1.0, max_new_tokens=256, seed=42,
@@ -467,21 +468,6 @@ def heldout_tables(runs:Path, ref:str="base", arms=None):
             prior.append(pd.read_parquet(f.with_name(f.name.replace("_draws", "_prior"))).assign(checkpoint=name))
     cat = lambda ts: pd.concat(ts, ignore_index=True).assign(split="heldout")
     return cat(draws), cat(prior)
-
-
-def gpu_minutes(ledgers:dict)->dict:
-    """Each arm's GPU minutes: wall-clock (the sum of its jobs) and attributed (each job's seconds divided by the number of
-    jobs that shared its GPU at that moment, integrated over time: arms trained side by side on one GPU split its cost).
-    A job's interval is [date - wall_s, date]; jobs on one GPU are those whose `gpu` names match (one GPU per job here)."""
-    from datetime import datetime as dt
-    jobs = [(a, dt.fromisoformat(j["date"]).timestamp() - j["wall_s"], dt.fromisoformat(j["date"]).timestamp(), j.get("gpu"))
-            for a, js in ledgers.items() for j in js]
-    cuts = sorted({t for _, s, e, _ in jobs for t in (s, e)})
-    share = {a: 0.0 for a in ledgers}
-    for lo, hi in zip(cuts, cuts[1:]):
-        live = [(a, g) for a, s, e, g in jobs if s <= lo and e >= hi]
-        for a, g in live: share[a] += (hi - lo) / sum(1 for _, g2 in live if g2 == g)
-    return {a: dict(wall=round(sum(j["wall_s"] for j in js) / 60, 2), attributed=round(share[a] / 60, 2)) for a, js in ledgers.items()}
 
 
 USER_COMMAND = "bash scripts/campaign_job.sh 560 iguana msc iguana_kl rb_msc && .venv/bin/python scripts/campaign.py report RUNS published"

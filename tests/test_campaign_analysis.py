@@ -1,13 +1,12 @@
-"""scripts/campaign_analysis.py: the GPU-time attribution of shared jobs, break-even on a table computed by hand, training windows,
+"""proposal_nb.analysis.campaign (scripts/campaign_analysis.py's analyses): the GPU-time attribution of shared jobs, break-even on a table computed by hand, training windows,
 up/down with its no-change expectation, and the published folders checked against the tables they were built from."""
-import importlib.util, json
+import json
 from pathlib import Path
 import numpy as np, pandas as pd
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("campaign_analysis", ROOT / "scripts" / "campaign_analysis.py")
-ca = importlib.util.module_from_spec(spec); spec.loader.exec_module(ca)
+import proposal_nb.analysis.campaign as ca
 PUB = ROOT / "published"
 
 
@@ -19,7 +18,7 @@ def test_job_shares_split_a_shared_gpu_exactly():
     # x: two jobs of 100 s; y: one job of 100 s that overlaps x's first job completely -> x#0 and y share 1/2, x#1 runs alone
     cfg = {"x": dict(jobs=[job(0, 10, 100, "03:01:40"), job(10, 20, 100, "03:03:20")]), "y": dict(jobs=[job(0, 5, 100, "03:01:40")])}
     s = ca.job_shares(cfg).set_index(["arm", "job"])
-    # campaign.gpu_minutes rounds to 0.01 minute (0.3 s at most): shares of 100-s jobs are exact to 0.003
+    # results.gpu_minutes rounds to 0.01 minute (0.3 s at most): shares of 100-s jobs are exact to 0.003
     assert s.loc[("x", 0), "share"] == pytest.approx(0.5, abs=0.003) and s.loc[("y", 0), "share"] == pytest.approx(0.5, abs=0.003)
     assert s.loc[("x", 1), "share"] == pytest.approx(1.0, abs=0.003)
     assert s.attributed_s.sum() == pytest.approx(200.0, abs=0.9)                      # the GPU was busy 200 s: 100 shared + 100 alone

@@ -1,13 +1,12 @@
-"""scripts/campaign_eb.py: the EB interval from a run's weights, its Beta-binomial predictive check and the exact
+"""proposal_nb.analysis.eb_check (scripts/campaign_eb.py's check): the EB interval from a run's weights, its Beta-binomial predictive check and the exact
 Poisson-binomial tail, on cases worked by hand; and the published folder against its sources."""
-import importlib.util, json, math
+import json, math
 from pathlib import Path
 import numpy as np, pandas as pd
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("campaign_eb", ROOT / "scripts" / "campaign_eb.py")
-eb = importlib.util.module_from_spec(spec); spec.loader.exec_module(eb)
+import proposal_nb.analysis.eb_check as eb
 
 
 def test_run_interval_is_eb_interval_of_the_raw_sums():

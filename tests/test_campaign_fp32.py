@@ -63,17 +63,16 @@ def test_report_keeps_the_fp32_evaluation_apart(fp32_runs, tmp_path):
 
 
 def test_analysis_reads_the_fp32_side_against_base_fp32(fp32_runs, tmp_path, monkeypatch):
-    # scripts/campaign_analysis.py on the report of the tiny runs: the fp32 arm gets its break-even and bins from campaign_fp32_eval
+    # analysis.campaign.run_analyses on the report of the tiny runs: the fp32 arm gets its break-even and bins from campaign_fp32_eval
     # against base_fp32, the bf16 arm from campaign_eval against base; each folder's machine names its dtype
     import shutil
     from proposal_nb.results import read_json
-    spec = importlib.util.spec_from_file_location("campaign_analysis", ROOT / "scripts" / "campaign_analysis.py")
-    ca = importlib.util.module_from_spec(spec); spec.loader.exec_module(ca)
+    import proposal_nb.analysis.campaign as ca
     runs, _ = fp32_runs
     C.report(runs, tmp_path, n_boot=50)
     shutil.copytree(ROOT / "published" / ca.ZX, tmp_path / ca.ZX)
     monkeypatch.setattr(ca, "WINDOW", 2); monkeypatch.setattr(ca, "WINDOW_M", 2)   # one training window: the 2 steps
-    ca.main([str(tmp_path), "--n-boot", "50"])
+    ca.run_analyses(tmp_path, n_boot=50)
     for arm, dt in (("iguana", "bf16"), ("iguana_fp32", "fp32")):
         be = read_json(tmp_path / f"campaign_breakeven_{arm}", "config")
         assert be["machine"].endswith(f"(one NVIDIA H200, {dt})"), be["machine"]

@@ -1,12 +1,12 @@
-"""scripts/campaign_weights.py: the E_q[p/q] = 1 check on tables built by hand, and the published folder against its sources."""
-import importlib.util, json, math
+"""proposal_nb.analysis.weight_check and lm.weight_identity (scripts/campaign_weights.py's checks): the E_q[p/q] = 1 check on tables built by hand, and the published folder against its sources."""
+import json, math
 from pathlib import Path
 import numpy as np, pandas as pd
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("campaign_weights", ROOT / "scripts" / "campaign_weights.py")
-cw = importlib.util.module_from_spec(spec); spec.loader.exec_module(cw)
+import proposal_nb.analysis.weight_check as cw
+from proposal_nb.lm.weight_identity import identity_draws
 
 
 def test_ratio_stats_by_hand():
@@ -131,7 +131,7 @@ def test_identity_holds_in_fp32_on_a_tiny_model():
         for n, p in peft.named_parameters():
             if "lora_B" in n: p.copy_(torch.randn(p.shape, generator=g) * 0.03)
     tasks = [Task(id=f"t{i}", prompt="ab" * (i + 1), entry_point="f") for i in range(6)]
-    d = cw.identity_draws(peft.eval(), tok, tasks, draws=40, max_new_tokens=6, batch_size=48)
+    d = identity_draws(peft.eval(), tok, tasks, draws=40, max_new_tokens=6, batch_size=48)
     s = cw.ratio_stats(d)
     assert s["n"] == 240 and s["sd_log"] > 0.1                                       # q differs from p ...
     assert abs(s["mean_ratio"] - 1) < 4 * s["se"], s                                  # ... and the identity holds
