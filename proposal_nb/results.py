@@ -10,9 +10,10 @@ from typing import NamedTuple
 import pandas as pd
 
 # %% auto #0
-__all__ = ['CONFIG', 'DOCUMENTS', 'TABLES', 'TABLE_EXTS', 'PUBLISHED_ENV', 'Table', 'table_path', 'write_table', 'read_file',
-           'read_table', 'write_json', 'read_json', 'Run', 'mark_failed', 'failed_attempt', 'find_runs', 'run_tables',
-           'checkpoint_parts', 'published_root', 'project_commit', 'gpu_minutes', 'save_chart']
+__all__ = ['CONFIG', 'DOCUMENTS', 'TABLES', 'TABLE_EXTS', 'PUBLISHED_ENV', 'KIND_WORDS', 'Table', 'table_path', 'write_table',
+           'read_file', 'read_table', 'write_json', 'read_json', 'Run', 'mark_failed', 'failed_attempt', 'find_runs',
+           'run_tables', 'checkpoint_parts', 'published_root', 'project_commit', 'gpu_minutes', 'save_chart',
+           'Provenance', 'provenance', 'run_title', 'published_runs']
 
 # %% ../nbs/05_results.ipynb #c005
 CONFIG = "config.json"        # the file that makes a folder a run
@@ -260,3 +261,53 @@ def save_chart(chart, # an Altair chart
         chart.save(out / f"{name}.svg"); paths.append(out / f"{name}.svg")
     except ImportError: pass
     return paths
+
+# %% ../nbs/05_results.ipynb #c030
+class Provenance(NamedTuple):
+    "Where a run folder came from, as its config.json says."
+    machine: str|None       # the hardware it ran on
+    date: str|None          # when (ISO date or time)
+    commit: str|None        # the project's commit(s) it ran at
+    command: str|None       # the command as run
+    user_command: str|None  # the command that makes it again
+
+def provenance(config:dict, # a run folder's config.json
+              )->Provenance:
+    "The config's provenance, from its top-level keys or (older folders) its nested `published` dict; a list of commits joined."
+    if not isinstance(config, dict): raise TypeError(f"a config is a dict, not {type(config).__name__}")
+    old = config.get("published") if isinstance(config.get("published"), dict) else {}
+    get = lambda k: config.get(k) if config.get(k) is not None else old.get(k)
+    commit = get("commit")
+    if isinstance(commit, (list, tuple)): commit = ", ".join(map(str, commit))
+    return Provenance(*(None if v is None else str(v) for v in (get("machine"), get("date"), commit, get("command"), get("user_command"))))
+
+KIND_WORDS = dict(zx="Z(x) and C(x) of the base model", evaluate="held-out evaluation", train="training run",
+                  breakeven="break-even", calibration="calibration control")   # run_title's words for a kind, when a folder says nothing
+
+def _short(text:str, n:int=120)->str:
+    "The first sentence of `text`, cut at a word to at most n characters."
+    t = re.split(r"(?<=\.)\s", " ".join(text.split()), maxsplit=1)[0].rstrip(".")
+    return t if len(t) <= n else t[:n].rsplit(" ", 1)[0] + " …"
+
+def run_title(folder:Path|str, # a run folder
+              config:dict|None=None, # its config.json (read when None)
+             )->str:
+    "What a run folder holds in one line: its README's first heading, else the config's what/description, else its kind."
+    folder = Path(folder); cfg = read_json(folder, "config") if config is None else config
+    if (r := folder / "README.md").exists():
+        head = next((l.lstrip("#").strip() for l in r.read_text().splitlines() if l.startswith("# ")), None)
+        if head: return head
+    for k in ("what", "description"):
+        if isinstance((cfg or {}).get(k), str) and cfg[k].strip(): return _short(cfg[k])
+    cfg = cfg or {}; kind = cfg.get("kind", "run")
+    on = ", ".join(f"{k} {cfg[k]}" for k in ("arm", "tasks") if isinstance(cfg.get(k), str) and cfg[k])
+    return KIND_WORDS.get(kind, kind) + (f" ({on})" if on else "")
+
+def published_runs(root:Path|str, # a folder of published run folders
+                  )->pd.DataFrame: # one row per run folder: run, kind, title, machine, date, commit, user_command
+    "The published run folders with their provenance, in name order."
+    rows = []
+    for r in find_runs(root):
+        pv = provenance(r.config)
+        rows.append(dict(run=r.name, kind=r.config.get("kind"), title=run_title(r.path, r.config), **pv._asdict()))
+    return pd.DataFrame(rows, columns=["run", "kind", "title", *Provenance._fields])

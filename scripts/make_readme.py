@@ -1,12 +1,26 @@
 """Write README.md from nbs/index.ipynb (Quarto, which nbdev uses for this, is not available here).
 Markdown cells are copied; visible code cells become fenced blocks followed by their text output, if
-executed. Usage: .venv/bin/python scripts/make_readme.py [--check]"""
+executed; the marker `<!-- published-runs -->` becomes the list of published run folders, read from their config.json.
+Usage: .venv/bin/python scripts/make_readme.py [--check]"""
 import sys
 from pathlib import Path
 
 import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
+MARKER = "<!-- published-runs -->"
+
+
+def published_list(root=ROOT / "published") -> str:
+    "A folded table of the published run folders: folder, what it holds, machine, date, commit."
+    from proposal_nb.results import published_runs
+    cell = lambda x, n=None: "—" if x is None or x != x else str(x if n is None or len(str(x)) <= n else str(x)[:n].rsplit(" ", 1)[0] + " …").replace("|", "\\|")
+    t = published_runs(root)
+    rows = [f"| [`{r.run}`](published/{r.run}) | {cell(r.title)} | {cell(r.machine, 70)} | {cell(r.date)[:10]} | "
+            f"{cell(r.commit.split(', ')[0] + (f' +{r.commit.count(chr(44))}' if ',' in r.commit else '') if isinstance(r.commit, str) else None)} |"
+            for r in t.itertuples()]
+    return (f"<details><summary>{len(t)} run folders</summary>\n\n| folder | what it holds | machine | date | commit |\n|---|---|---|---|---|\n"
+            + "\n".join(rows) + "\n\n</details>")
 
 
 def render(nb_path=ROOT / "nbs" / "index.ipynb") -> str:
@@ -15,7 +29,7 @@ def render(nb_path=ROOT / "nbs" / "index.ipynb") -> str:
     for cell in nb.cells:
         src = cell.source.strip()
         if cell.cell_type == "markdown":
-            parts.append(src)
+            parts.append(src.replace(MARKER, published_list()) if MARKER in src else src)
         elif cell.cell_type == "code" and src and not src.startswith("#| hide"):
             code = "\n".join(l for l in src.splitlines() if not l.startswith("#|"))
             parts.append(f"```python\n{code}\n```")
