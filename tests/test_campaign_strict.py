@@ -8,6 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+pytestmark = pytest.mark.xdist_group("campaign_strict")   # one worker: its module fixtures (tiny strict runs) are built once, not once per worker
+
 ROOT = Path(__file__).resolve().parents[1]
 spec = importlib.util.spec_from_file_location("campaign", ROOT / "scripts" / "campaign.py")
 C = importlib.util.module_from_spec(spec); spec.loader.exec_module(C)

@@ -1,8 +1,12 @@
 """Differential check of the grader (issue 35 item 7), on the embedded tasks and HumanEval: every reference solution is
 correct under every potential, every mutation that is wrong by construction (the entry point returns None, returns a
-fresh object, or is renamed away) is not, and serial and 8-way grading give identical verdicts.
-scripts/grader_differential.py runs the same check beside the grader before the change and on model completions."""
+fresh object, or is renamed away) is not, and serial and 8-way grading give identical verdicts (the correctness potential,
+every program; 8-way under every potential).
+scripts/grader_differential.py runs the same check beside the grader before the change and on model completions.
+The three tests share one worker (xdist group), so the module's grading runs once per CI run, not once per worker."""
 import pytest
+
+pytestmark = pytest.mark.xdist_group('grader_differential')
 
 from proposal_nb.programs.potentials import make_potential
 from proposal_nb.programs.sandbox import Executor
@@ -23,10 +27,10 @@ def graded():
     tasks = load_embedded() + load_humaneval()
     rows = [(t, 'reference', t.solution) for t in tasks] + [(t, k, c) for t in tasks for k, c in _mutants(t).items()]
     out = {}
-    for workers in (1, 8):
+    for workers, kinds in ((1, ('correctness',)), (8, ('no_error', 'strict', 'correctness'))):
         with Executor(workers=workers, cache=False) as ex:
             out[workers] = {}
-            for k in ('no_error', 'strict', 'correctness'):
+            for k in kinds:
                 pot = make_potential(k, ex)
                 vs = pot.grade([r[0] for r in rows], [r[2] for r in rows])
                 out[workers][k] = ([pot.score(r[0], v) for r, v in zip(rows, vs)], [v.reason for v in vs])

@@ -8,6 +8,8 @@ import pytest
 from proposal_nb.programs.sandbox import Executor
 from proposal_nb.programs.tasks import load_embedded
 
+pytestmark = pytest.mark.xdist_group("sandbox_concurrency")   # one worker: its module fixture grades once, not once per worker
+
 HEAVY = '''import numpy as np, pandas as pd
 rng = np.random.default_rng({seed})
 df = pd.DataFrame({{"k": rng.integers(0, 50, 200_000), "v": rng.normal(size=200_000)}})

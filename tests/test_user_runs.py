@@ -20,6 +20,8 @@ from proposal_nb.lm.models import tiny_model
 from proposal_nb.pipeline import RUNS, run_notebook
 from proposal_nb.results import find_runs, published_root
 
+pytestmark = pytest.mark.xdist_group("user_runs")   # one worker: its module fixture (a trained user run) is built once, not once per worker
+
 ROOT = Path(__file__).resolve().parents[1]
 CLI = str(Path(sys.executable).with_name("proposal-nb"))
 SMALL_TRAIN = ["--set", "steps=2", "--set", "M=2", "--set", "max_new_tokens=8", "--set", "checkpoint_every=1"]
