@@ -554,7 +554,8 @@ CALIBRATION_V2 = dict(band=(0.10, 0.50), target=0.25, sizes=(1, 2, 3, 4, 5), min
 def calibration_plan(out:Path, z_dir:Path|None=None, n_boot:int=2000, seed:int=0)->dict:
     "Predict the resample arm's pass rate per (task pool, bundle size) from per-function pass rates; pick one; write preregistration.json."
     import numpy as np, pandas as pd
-    from proposal_nb.analysis.calibration import bundle_pass_rate, choose_bundle_size, eligible_tasks
+    from proposal_nb.analysis.calibration import bundle_pass_rate, choose_bundle_size
+    from proposal_nb.programs.grading import eligible_tasks
     from proposal_nb.programs.tasks import load_embedded
     z_dir = z_dir or Path(__file__).resolve().parents[1] / "published" / "h200_z_embedded"
     d = pd.read_parquet(z_dir / "base_rollouts.parquet")

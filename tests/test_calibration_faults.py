@@ -1,7 +1,7 @@
-"""A grading fault stops the calibration run; it never grades zeros (nbs/34_calibration)."""
+"""A grading fault stops the calibration run; it never grades zeros (programs.grading, nbs/22a_grading)."""
 import pytest
 
-from proposal_nb.analysis.calibration import grade_programs
+from proposal_nb.programs.grading import grade_programs
 from proposal_nb.programs.sandbox import InfrastructureError, Verdict
 
 

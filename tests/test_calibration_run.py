@@ -57,7 +57,7 @@ def test_bundle_size_and_difficulties_reach_the_run(tmp_path):
     rec = pd.read_parquet(out / "records.parquet")
     assert (rec.visible.map(len) == 2).all() and (rec.hidden.map(len) == 4).all()     # 2 shown, 2 x 2 hidden asserts
     assert rec.groupby("arm").size().to_dict() == {"resample": 6, "solo": 6, "ring": 6, "star": 6}
-    from proposal_nb.analysis.calibration import make_bundles
+    from proposal_nb.programs.grading import make_bundles
     from proposal_nb.programs.tasks import load_embedded
     import numpy as np
     easy = [t for t in load_embedded() if t.tags.get("difficulty") == "easy"]

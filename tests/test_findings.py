@@ -44,8 +44,8 @@ def write_eval(folder, draws:pd.DataFrame):
     return folder
 
 
-def row(root, i:int, sources=F.PUBLISHED)->dict:
-    return F.findings_table(root, sources, which=[i], n_boot=N_BOOT).iloc[0].to_dict()
+def row(root, i:int, sources=F.PUBLISHED, **kw)->dict:
+    return F.findings_table(root, sources, which=[i], n_boot=N_BOOT, **kw).iloc[0].to_dict()
 
 
 # (1) validity rises while P(correct | valid) stays flat; 60 prompts x 40 draws, seed 0 ----------------------------
@@ -326,9 +326,10 @@ def test_calibration_need_beyond_the_task_pool(tmp_path):
     write_table(f, "primary", pd.DataFrame(dict(arm=["resample", "star"], pass_rate=[0.294, 0.270], gain=[0.0, -0.024],
                                                 gain_lo=[0.0, -0.094], gain_hi=[0.0, 0.042], bar=0.0)))
     write_json(f, "config", dict(kind="calibration", n_bundles=38, bar=0.0, bundle_size=1, difficulties=["easy"], task_set="embedded"))
-    r = row(tmp_path, 9)
+    from proposal_nb.programs.grading import calibration_pool
+    r = row(tmp_path, 9, task_pool=calibration_pool)                   # the caller (the site) knows the task pools
     assert r["verdict"] == F.INCONCLUSIVE and "more than the 38 disjoint bundles its task pool holds (easy, size 1)" in r["decides"], r
-    assert F.calibration_pool(dict(bundle_size=5)) == 24                  # v1: all 124 embedded tasks, bundles of five
+    assert "task pool" not in row(tmp_path, 9)["decides"]                # no pool given: the verdict alone
 
 
 def test_rows_that_weigh_by_p_over_q_read_the_fp32_arms_first(tmp_path):

@@ -75,3 +75,18 @@ def test_imports_point_one_way():
             if target.startswith("proposal_nb.") and band(target) is not None and band(target) > band(me):
                 wrong.append(f"{me} (line {n.lineno}) imports {target}")
     assert not wrong, "imports against the bands:\n" + "\n".join(wrong)
+
+
+def test_analysis_band_reads_tables_only():
+    "The analysis band reads saved tables: it imports neither `lm` (models) nor `programs` (the sandbox and the tasks)."
+    import ast
+    wrong = []
+    for p in sorted((ROOT / "proposal_nb" / "analysis").glob("*.py")):
+        for n in ast.walk(ast.parse(p.read_text())):
+            if isinstance(n, ast.ImportFrom):
+                target = ("proposal_nb." + (n.module or "")) if n.level == 2 else ("proposal_nb.analysis." + (n.module or "")) if n.level == 1 else (n.module or "")
+                names = [target]
+            elif isinstance(n, ast.Import): names = [a.name for a in n.names]
+            else: continue
+            wrong += [f"analysis/{p.name} (line {n.lineno}) imports {t}" for t in names if t.startswith(("proposal_nb.lm", "proposal_nb.programs"))]
+    assert not wrong, "the analysis band must not run models or programs:\n" + "\n".join(wrong)

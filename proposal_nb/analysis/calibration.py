@@ -4,25 +4,18 @@
 
 # %% ../../nbs/34_calibration.ipynb #c001
 from __future__ import annotations
-import difflib, math, re
-from typing import Callable, NamedTuple, Sequence
+import difflib, math
+from typing import NamedTuple
 import numpy as np
 import pandas as pd
 import altair as alt
-import torch
 from scipy.stats import norm, rankdata
-from tqdm.auto import tqdm
-from .evaluation import bootstrap_counts, bootstrap_means, percentile_ci
-from ..lm.models import chat_prompt
-from ..programs.sandbox import Executor, InfrastructureError
-from ..programs.tasks import Task, build_program, judge_context, extract_program
+from .evaluation import bootstrap_counts, bootstrap_means
 
 # %% auto #0
-__all__ = ['BUCKETS', 'GRADE_COLUMNS', 'JUDGE_QUESTION', 'ARMS', 'fitness_bucket', 'wilson_ci', 'hill_table', 'Correlation',
-           'wrong_fitness_correlation', 'plot_hill', 'AUC', 'auc_delong', 'answer_token_ids', 'JudgeOutput',
-           'judge_probs', 'Grade', 'grade_programs', 'grade_task_programs', 'Bundle', 'eligible_tasks', 'make_bundles',
-           'bundle_prompt', 'refine_prompt', 'grade_bundles', 'bundle_pass_rate', 'choose_bundle_size', 'parents',
-           'run_control', 'primary_metric', 'rescue_rates', 'anchoring', 'control_grades', 'plot_control']
+__all__ = ['BUCKETS', 'GRADE_COLUMNS', 'ARM_ORDER', 'fitness_bucket', 'wilson_ci', 'hill_table', 'Correlation',
+           'wrong_fitness_correlation', 'plot_hill', 'AUC', 'auc_delong', 'bundle_pass_rate', 'choose_bundle_size',
+           'primary_metric', 'rescue_rates', 'anchoring', 'control_grades', 'plot_control']
 
 # %% ../../nbs/34_calibration.ipynb #c006
 BUCKETS = ("0", "≤¼", "¼–½", "½–¾", "¾–90%", "90%–all-but-one", "all")  # visible-share buckets, in order
@@ -165,179 +158,6 @@ def auc_delong(scores, # [n] predicted probability (or any score) of a pass
     lg = math.log(a / (1 - a))
     return AUC(auc, 1 / (1 + math.exp(-(lg - half))), 1 / (1 + math.exp(-(lg + half))), se, m, n)
 
-# %% ../../nbs/34_calibration.ipynb #c026
-JUDGE_QUESTION = ("Below is a programming problem and a candidate Python program. The program will be run against "
-                  "hidden tests that you cannot see.\n\nProblem:\n{problem}\n\nProgram:\n```python\n{program}\n```\n\n"
-                  "Will this program pass all the hidden tests? Answer with one word: Yes or No.")
-
-def answer_token_ids(tokenizer, # the judge's tokenizer
-                     word:str, # an answer, e.g. 'Yes' or 'No'
-                     variants:bool=True, # also the leading-space and lower-case variants
-                    )->list[int]:
-    "First token ids of `word` (and its variants); error if a first token does not spell the start of its form (unknown)."
-    forms = (word, " " + word, word.lower(), " " + word.lower()) if variants else (word,)
-    ids = set()
-    for v in forms:
-        i = tokenizer(v, add_special_tokens=False).input_ids[0]
-        piece = tokenizer.decode([i])
-        if not piece or not v.startswith(piece): raise ValueError(f"answer {v!r} starts with token {i} ({piece!r}), not its own text: unknown to this tokenizer")
-        ids.add(i)
-    return sorted(ids)
-
-class JudgeOutput(NamedTuple):
-    "The judge's answers."
-    p_pass: np.ndarray       # [n] P(Yes) renormalised over {Yes, No}
-    answer_mass: np.ndarray  # [n] next-token probability mass on the Yes and No tokens
-
-@torch.no_grad()
-def judge_probs(model, # a causal LM
-                tokenizer, # its tokenizer (with a chat template)
-                items:Sequence[tuple[str, str]], # (problem, program) pairs
-                batch_size:int=8, # prompts per forward pass
-                progress:bool=False, # tqdm over batches
-                answers:tuple[str, str]=("Yes", "No"), # the pass and fail answers the question asks for
-                variants:bool=True, # count spacing/case variants of the answers
-               )->JudgeOutput:
-    "The judge's P(pass) for each (problem, program), from next-token probabilities of Yes/No."
-    yes, no = answer_token_ids(tokenizer, answers[0], variants), answer_token_ids(tokenizer, answers[1], variants)
-    if set(yes) & set(no): raise ValueError(f"Yes tokens {yes} and No tokens {no} overlap for this tokenizer")
-    texts = [chat_prompt(tokenizer, JUDGE_QUESTION.format(problem=p, program=g)) for p, g in items]
-    dev = next(model.parameters()).device
-    out_p, out_m = [], []
-    for s in tqdm(range(0, len(texts), batch_size), disable=not progress, desc="judge"):
-        ids = [tokenizer(t, add_special_tokens=False).input_ids for t in texts[s:s + batch_size]]
-        L, pad = max(map(len, ids)), tokenizer.pad_token_id
-        x = torch.tensor([[pad] * (L - len(i)) + i for i in ids], device=dev)
-        am = torch.tensor([[0] * (L - len(i)) + [1] * len(i) for i in ids], device=dev)
-        pos = (am.cumsum(-1) - 1).clamp(min=0)                     # left padding: positions start at each prompt
-        lp = torch.log_softmax(model(input_ids=x, attention_mask=am, position_ids=pos).logits[:, -1].double(), -1)
-        ly, ln = lp[:, yes].logsumexp(-1), lp[:, no].logsumexp(-1)
-        out_p.append(torch.sigmoid(ly - ln).cpu()); out_m.append(torch.logaddexp(ly, ln).exp().cpu())
-    return JudgeOutput(torch.cat(out_p).numpy(), torch.cat(out_m).numpy())
-
-# %% ../../nbs/34_calibration.ipynb #c030
-class Grade(NamedTuple):
-    "A program graded on visible and hidden tests."
-    visible: tuple  # bool per visible test
-    hidden: tuple   # bool per hidden test
-    reason: str     # the sandbox's verdict ('ok', 'assertion' when a test failed, 'syntax', 'timeout', ...)
-    program: str    # the program that ran
-
-    @property
-    def fitness(self)->int:
-        "Visible tests passed (the fitness a refinement search climbs)."
-        return int(sum(self.visible))
-    @property
-    def passed(self)->bool:
-        "True when there are hidden tests and all of them pass."
-        return bool(self.hidden) and all(self.hidden)
-
-def grade_programs(executor:Executor, # a started (or startable) sandbox
-                   programs:Sequence[str], # programs to run
-                   visible:Sequence[Sequence[str]], # visible test snippets per program
-                   hidden:Sequence[Sequence[str]], # hidden test snippets per program
-                   names:Sequence[str]|None=None, # names for errors (task or bundle ids)
-                   contexts:Sequence[str]|None=None, # the task context the judge runs for each (the names the tests use)
-                   entries:Sequence|None=None, # the names each completion must define
-                  )->list[Grade]:
-    "Run each program with its visible then hidden tests; raise InfrastructureError on any grading fault."
-    if not (len(programs) == len(visible) == len(hidden)): raise ValueError(f"{len(programs)} programs, {len(visible)} visible and {len(hidden)} hidden test lists")
-    names = list(names) if names is not None else [f"program {i}" for i in range(len(programs))]
-    verdicts = executor.run(list(programs), [tuple(v) + tuple(h) for v, h in zip(visible, hidden)], contexts=contexts,
-                            entry_points=entries)
-    out = []
-    for name, prog, v, h, vd in zip(names, programs, visible, hidden, verdicts):
-        if len(vd.tests) != len(v) + len(h):
-            raise InfrastructureError(f"{name}: the sandbox returned {len(vd.tests)} test results for {len(v) + len(h)} tests")
-        ok = [t == "ok" for t in vd.tests]
-        out.append(Grade(tuple(ok[:len(v)]), tuple(ok[len(v):]), vd.reason, prog))
-    return out
-
-# %% ../../nbs/34_calibration.ipynb #c032
-def grade_task_programs(executor:Executor, # sandbox
-                        tasks:Sequence[Task], # the task set
-                        task_ids:Sequence[str], # task of each completion
-                        completions:Sequence[str], # saved completions (the program is their last fenced block)
-                       )->pd.DataFrame:
-    "A grading table (GRADE_COLUMNS + reason) of saved completions: visible = public tests, hidden = hidden tests."
-    by_id = {t.id: t for t in tasks}
-    missing = [i for i in task_ids if i not in by_id]
-    if missing: raise ValueError(f"no task {missing[0]!r} in the task set ({len(set(missing))} unknown ids)")
-    ts = [by_id[i] for i in task_ids]
-    gr = grade_programs(executor, [build_program(t, c) for t, c in zip(ts, completions)], [t.public_tests for t in ts],
-                        [t.hidden_tests for t in ts], list(task_ids), [judge_context(t, c) for t, c in zip(ts, completions)],
-                        [t.entry_point for t in ts])
-    return pd.DataFrame(dict(task_id=list(task_ids), visible_passed=[g.fitness for g in gr], visible_total=[len(g.visible) for g in gr],
-                             hidden_pass=[int(g.passed) for g in gr], reason=[g.reason for g in gr]))
-
-# %% ../../nbs/34_calibration.ipynb #c034
-class Bundle(NamedTuple):
-    "`size` functions in one request (five in the published control)."
-    id: str        # e.g. 'bundle/0'
-    tasks: tuple   # the Tasks
-    shown: tuple   # one shown assert per function
-    hidden: tuple  # hidden asserts, n_hidden per function, function by function
-
-    @property
-    def context(self)->str:
-        "The tasks' shared context code, each distinct piece once, in order."
-        return "".join(dict.fromkeys(t.context for t in self.tasks if t.context))
-
-def eligible_tasks(tasks:Sequence[Task], # candidate tasks
-                   n_hidden:int=2, # hidden asserts each function needs
-                  )->list[Task]: # in order, the first task of each entry point
-    "Function tasks with an entry point, >= 1 public and >= n_hidden hidden tests, one per entry point: what bundles draw from."
-    ok = [t for t in tasks if t.harness == "function" and t.entry_point and t.public_tests and len(t.hidden_tests) >= n_hidden]
-    return list({t.entry_point: t for t in ok}.values())
-
-def make_bundles(tasks:Sequence[Task], # candidate tasks (function tasks with >= 1 public and >= n_hidden hidden tests are used)
-                 n_bundles:int, # bundles to make
-                 rng:np.random.Generator, # source of randomness
-                 size:int=5, # functions per bundle
-                 n_hidden:int=2, # hidden asserts per function
-                )->list[Bundle]:
-    "Disjoint random bundles of `size` tasks with distinct entry points."
-    if size < 1 or n_bundles < 1: raise ValueError(f"make_bundles: size={size} and n_bundles={n_bundles} must both be >= 1")
-    ok = eligible_tasks(tasks, n_hidden)
-    if len(ok) < n_bundles * size:
-        raise ValueError(f"make_bundles: {n_bundles} bundles of {size} need {n_bundles * size} eligible tasks, found {len(ok)}")
-    pick = [ok[i] for i in rng.permutation(len(ok))[:n_bundles * size]]
-    return [Bundle(f"bundle/{b}", tuple(g), tuple(t.public_tests[0] for t in g), tuple(h for t in g for h in t.hidden_tests[:n_hidden]))
-            for b, g in enumerate(pick[i:i + size] for i in range(0, len(pick), size))]
-
-# %% ../../nbs/34_calibration.ipynb #c034p
-def bundle_prompt(bundle:Bundle, # the bundle to ask for
-                 )->str: # the request text
-    "The request: the bundle's problems, each with its shown example (added unless the task's prompt already shows it)."
-    n = len(bundle.tasks)
-    parts = [f"Write the following {n} Python functions, all in one ```python code block.\n" if n > 1 else
-             "Write the following Python function in one ```python code block.\n"]
-    for i, (t, a) in enumerate(zip(bundle.tasks, bundle.shown)):
-        ex = "" if a.strip() in t.prompt else f"\nExample: {a.strip()}"
-        parts.append(f"{i + 1}. {t.prompt.strip()}{ex}\n")
-    return "\n".join(parts)
-
-def refine_prompt(bundle:Bundle, # the bundle
-                  program:str, # the program to improve (a particle's own best, or a neighbour's)
-                  visible:Sequence[bool], # which shown examples it meets
-                 )->str:
-    "The request plus a previous program and the shown examples it fails."
-    failed = [a.strip() for a, ok in zip(bundle.shown, visible) if not ok]
-    note = ("It fails these examples:\n" + "\n".join(failed)) if failed else "It meets every example."
-    return (bundle_prompt(bundle) + f"\nHere is an earlier attempt:\n```python\n{program.rstrip()}\n```\n"
-            f"It meets {sum(visible)} of {len(bundle.shown)} examples. {note}\n"
-            + (f"Write an improved version of all {len(bundle.tasks)} functions in one ```python code block." if len(bundle.tasks) > 1 else
-               "Write an improved version of the function in one ```python code block."))
-
-def grade_bundles(executor:Executor, # sandbox
-                  bundles:Sequence[Bundle], # the bundle of each completion
-                  completions:Sequence[str], # model completions
-                 )->list[Grade]:
-    "Grade completions on their bundle's shown (visible) and hidden asserts."
-    progs = [b.context + ("\n" if b.context else "") + extract_program(c) for b, c in zip(bundles, completions)]
-    return grade_programs(executor, progs, [b.shown for b in bundles], [b.hidden for b in bundles], [b.id for b in bundles],
-                          [b.context for b in bundles], [tuple(t.entry_point for t in b.tasks) for b in bundles])
-
 # %% ../../nbs/34_calibration.ipynb #c036d
 def bundle_pass_rate(rates, # [n] per-function pass rates c_i of the eligible functions, in [0, 1]
                      size:int, # functions per bundle s (1 <= s <= n)
@@ -363,60 +183,9 @@ def choose_bundle_size(predicted:dict, # size -> predicted pass rate
     gap = lambda p: lo - p if p < lo else p - hi
     return min(predicted, key=lambda s: (gap(predicted[s]), abs(predicted[s] - target), s)), False
 
-# %% ../../nbs/34_calibration.ipynb #c038
-ARMS = ("resample", "solo", "ring", "star")
-
-def parents(arm:str, # one of ARMS
-            best:np.ndarray, # [P] best fitness so far of each particle
-           )->np.ndarray:
-    "Index of the particle whose best program each particle refines (resample: itself, unused)."
-    best, P = np.asarray(best), len(best)
-    own = np.arange(P)
-    if arm in ("resample", "solo"): return own
-    if arm == "star":
-        top = int(np.argmax(best))                                   # first particle with the top fitness
-        return np.where(best >= best[top], own, top)                 # a particle at the top keeps its own
-    if arm == "ring":
-        cand = np.stack([own, (own - 1) % P, (own + 1) % P], 1)      # own first: wins ties
-        return cand[own, np.argmax(best[cand], 1)]
-    raise ValueError(f"unknown arm {arm!r}; arms are {ARMS}")
-
-# %% ../../nbs/34_calibration.ipynb #c041
-def run_control(bundles:Sequence[Bundle], # the bundles (tasks of the control)
-                generate:Callable[[list, int], list], # (prompts, seed) -> one completion per prompt
-                grade:Callable[[list, list], list], # (bundles, completions) -> Grades
-                arms:Sequence[str]=ARMS, # arms to run
-                particles:int=4, # P
-                rounds:int=2, # R
-                seed:int=0, # seeds each (arm, round) call of `generate`
-                progress:bool=True, # tqdm over (arm, round)
-               )->pd.DataFrame:
-    "Samples of every arm at equal P x R samples per bundle; one row per sample."
-    rows, B = [], len(bundles)
-    bar = tqdm(total=len(arms) * rounds, disable=not progress, desc="control")
-    for ai, arm in enumerate(arms):
-        if arm not in ARMS: raise ValueError(f"unknown arm {arm!r}; arms are {ARMS}")
-        best_fit = np.full((B, particles), -1)
-        best: list[list[Grade|None]] = [[None] * particles for _ in range(B)]
-        for r in range(rounds):
-            par = [parents(arm, best_fit[b]) if (r > 0 and arm != "resample") else np.full(particles, -1) for b in range(B)]
-            prompts = [bundle_prompt(bundles[b]) if par[b][p] < 0 else
-                       refine_prompt(bundles[b], best[b][par[b][p]].program, best[b][par[b][p]].visible)
-                       for b in range(B) for p in range(particles)]
-            comps = generate(prompts, seed + 1000 * ai + r)
-            if len(comps) != len(prompts): raise ValueError(f"generate returned {len(comps)} completions for {len(prompts)} prompts")
-            grades = grade([bundles[b] for b in range(B) for _ in range(particles)], comps)
-            for i, g in enumerate(grades):
-                b, p = divmod(i, particles)
-                rows.append(dict(arm=arm, bundle=bundles[b].id, particle=p, round=r, parent=int(par[b][p]), fitness=g.fitness,
-                                 visible_total=len(g.visible), visible=g.visible, hidden=g.hidden, passed=int(g.passed),
-                                 reason=g.reason, program=g.program, completion=comps[i]))
-                if g.fitness > best_fit[b, p]: best_fit[b, p], best[b][p] = g.fitness, g
-            bar.update()
-    bar.close()
-    return pd.DataFrame(rows)
-
 # %% ../../nbs/34_calibration.ipynb #c045
+ARM_ORDER = ("resample", "solo", "ring", "star")   # the order tables and charts list the control's arms (programs.grading.ARMS)
+
 def _boot(values:np.ndarray, # [bundles, F] values (NaN where missing)
           n_boot:int, # bundle-bootstrap resamples
           level:float, # CI coverage
@@ -441,7 +210,7 @@ def primary_metric(records:pd.DataFrame, # from run_control
                   )->pd.DataFrame: # arm, pass_rate (CI), gain over resample (CI), bar, verdict
     "Per arm: per-sample pass rate (CI), paired gain over resample (CI) and the verdict against the bar."
     per = records.pivot_table(index="bundle", columns="arm", values="passed", aggfunc="mean")
-    arms = [a for a in ARMS if a in per.columns]
+    arms = [a for a in ARM_ORDER if a in per.columns]
     if "resample" not in arms: raise ValueError("primary_metric needs the resample arm as the reference")
     V = per[arms].to_numpy(float)
     m, lo, hi = _boot(V, n_boot, level, seed)
@@ -464,11 +233,11 @@ def rescue_rates(records:pd.DataFrame, # from run_control
     df = pd.DataFrame(dict(first=first, later=later)).reset_index()
     df = df[(df["first"] == 0) & df.later.notna()]
     if df.empty:                                                  # one round, or every first attempt passed
-        arms = [a for a in ARMS if a in set(records.arm)]
+        arms = [a for a in ARM_ORDER if a in set(records.arm)]
         return pd.DataFrame(dict(arm=arms, failed_first=0, rescue=np.nan, bundle_mean=np.nan, lo=np.nan, hi=np.nan))
     per = df.pivot_table(index="bundle", columns="arm", values="later", aggfunc="mean")
     cnt = df.groupby("arm").size()
-    arms = [a for a in ARMS if a in per.columns]
+    arms = [a for a in ARM_ORDER if a in per.columns]
     m, lo, hi = _boot(per[arms].to_numpy(float), n_boot, level, seed)
     pooled = df.groupby("arm").later.mean()
     out = pd.DataFrame(dict(arm=arms, failed_first=[int(cnt[a]) for a in arms], rescue=[float(pooled[a]) for a in arms],
@@ -488,11 +257,11 @@ def anchoring(records:pd.DataFrame, # from run_control
     "Per arm: mean text similarity of later programs to the same particle's round-0 program (CI over bundles)."
     first = records[records["round"] == 0].set_index(["arm", "bundle", "particle"]).program
     later = records[records["round"] > 0]
-    if later.empty: return pd.DataFrame(dict(arm=[a for a in ARMS if a in set(records.arm)], similarity=np.nan, lo=np.nan, hi=np.nan))
+    if later.empty: return pd.DataFrame(dict(arm=[a for a in ARM_ORDER if a in set(records.arm)], similarity=np.nan, lo=np.nan, hi=np.nan))
     sim = [difflib.SequenceMatcher(None, first[(a, b, p)], g, autojunk=False).ratio()
            for a, b, p, g in zip(later.arm, later.bundle, later.particle, later.program)]
     per = later.assign(similarity=sim).pivot_table(index="bundle", columns="arm", values="similarity", aggfunc="mean")
-    arms = [a for a in ARMS if a in per.columns]
+    arms = [a for a in ARM_ORDER if a in per.columns]
     m, lo, hi = _boot(per[arms].to_numpy(float), n_boot, level, seed)
     return pd.DataFrame(dict(arm=arms, similarity=m, lo=lo, hi=hi))
 
@@ -507,7 +276,7 @@ def plot_control(primary:pd.DataFrame, # from primary_metric
                 )->alt.Chart:
     "Paired gain over resample per arm with its CI and the pre-registered bar."
     d = primary[primary.arm != "resample"]
-    x = alt.X("arm:N", sort=list(ARMS), title=None, axis=alt.Axis(labelAngle=0))
+    x = alt.X("arm:N", sort=list(ARM_ORDER), title=None, axis=alt.Axis(labelAngle=0))
     pts = alt.Chart(d).mark_point(filled=True, size=80).encode(x=x, y=alt.Y("gain:Q", title="per-sample pass rate − resample"),
                                                                color="verdict:N", tooltip=list(d.columns))
     err = alt.Chart(d).mark_errorbar().encode(x=x, y=alt.Y("gain_lo:Q", title="per-sample pass rate − resample"), y2="gain_hi:Q")

@@ -18,7 +18,7 @@ __all__ = ['FP32', 'PUBLISHED', 'JOB', 'FINDINGS', 'COLUMNS', 'Sources', 'run_fo
            'last_checkpoint', 'paired_interval', 'ratio_change', 'Row', 'Missing', 'find_validity', 'find_coverage',
            'zx_rates', 'training_change', 'mean_interval', 'find_anchor', 'normalizer_config', 'replay_zhat',
            'find_guards', 'find_skyline', 'find_batching', 'batching_outcome', 'find_prior', 'find_breakeven',
-           'find_calibration', 'calibration_pool', 'Finding', 'weight_caveat', 'findings_table']
+           'find_calibration', 'Finding', 'weight_caveat', 'findings_table']
 
 # %% ../../nbs/36_findings.ipynb #c018
 class Sources(NamedTuple):
@@ -121,7 +121,7 @@ class Missing(NamedTuple):
     "A finding whose run folder (or table) does not exist yet."
     needs: str                # the folder (and what it must hold)
 
-def find_validity(root, src:Sources, n_boot:int=2000, seed:int=0)->Row|Missing:
+def find_validity(root, src:Sources, n_boot:int=2000, seed:int=0, **kw)->Row|Missing:
     "(1) Validity and P(correct | valid) of the primary arm's last checkpoint against base."
     ev = eval_tables(root, src)
     if ev is None: return Missing(f"{_needs(src.eval)} (held-out evaluation of {src.base} and {PRIMARY_ARM})")
@@ -170,7 +170,7 @@ def mean_interval(x:np.ndarray, n_boot:int=2000, seed:int=0)->Interval:
     lo, hi = percentile_ci(bootstrap_means(x, bootstrap_counts(len(x), n_boot, np.random.default_rng(seed))))
     return Interval(float(x.mean()), float(lo[0]), float(hi[0]), len(x))
 
-def find_anchor(root, src:Sources, n_boot:int=2000, seed:int=0)->Row|Missing:
+def find_anchor(root, src:Sources, n_boot:int=2000, seed:int=0, **kw)->Row|Missing:
     "(3) Anchored − free change of training validity on the hard prompts (Z ≤ HARD_Z under the pair's training potential)."
     pairs = [(free, kl, pot, {a: run_folder(root, src.train, a) for a in (free, kl)}) for free, kl, pot in src.anchor]
     ran = [p for p in pairs if None not in p[3].values()]
@@ -242,7 +242,7 @@ def find_guards(root, src:Sources, **kw)->Row|Missing:
     return Row("; ".join(parts), call, ", ".join(f.name for f in runs.values()), "training steps")
 
 # %% ../../nbs/36_findings.ipynb #c024
-def find_skyline(root, src:Sources, n_boot:int=2000, seed:int=0)->Row|Missing:
+def find_skyline(root, src:Sources, n_boot:int=2000, seed:int=0, **kw)->Row|Missing:
     "(5) The primary arm's wacc against the skyline of the base's held-out draws, and its paired wacc gain over base."
     ev = eval_tables(root, src)
     if ev is None: return Missing(f"{_needs(src.eval)} (held-out evaluation with the base's draws)")
@@ -351,21 +351,11 @@ def find_calibration(root, src:Sources, **kw)->Row|Missing:
            f"star {float(p.loc['star', 'pass_rate']):.1%} vs resample {float(p.loc['resample', 'pass_rate']):.1%}, gain {_fmt(gain, d=3)}"
            + (f" ({nb} bundles)" if nb else ""))
     call = rule_calibration(top, bottom, gain, bar, floor)
-    pool = calibration_pool(cfg)
+    pool = kw["task_pool"](cfg) if kw.get("task_pool") else None   # programs.grading.calibration_pool, from the caller
     if call.need and pool is not None and call.need > pool:
         call = call._replace(note="; ".join(x for x in (call.note, f"more than the {pool} disjoint bundles its task pool holds "
                                                                  f"({', '.join(cfg.get('difficulties') or ['all'])}, size {cfg.get('bundle_size', 5)})") if x))
     return Row(txt, call, f.name, "bundles")
-
-def calibration_pool(cfg:dict, # a calibration run's config.json
-                    )->int|None: # disjoint bundles its embedded task pool holds; None: not the embedded tasks
-    "How many disjoint bundles the control's task pool can give: eligible embedded tasks of its difficulties // bundle size."
-    if cfg.get("task_set", "embedded") != "embedded": return None
-    from proposal_nb.analysis.calibration import eligible_tasks
-    from proposal_nb.programs.tasks import load_embedded
-    diffs = cfg.get("difficulties") or []
-    tasks = [t for t in eligible_tasks(load_embedded()) if not diffs or t.tags.get("difficulty") in diffs]
-    return len(tasks) // int(cfg.get("bundle_size", 5))
 
 # %% ../../nbs/36_findings.ipynb #c027
 class Finding(NamedTuple):
@@ -420,6 +410,7 @@ def findings_table(root:Path|str|None=None, # folder of run folders (default: re
                    which:Sequence[int]|None=None, # finding numbers 1..9 (default: all)
                    n_boot:int=2000, # bootstrap resamples of the CIs computed here
                    seed:int=0, # their seed
+                   task_pool=None, # a calibration config -> the disjoint bundles its task pool holds (programs.grading.calibration_pool); None: not said
                   )->pd.DataFrame:
     "One row per published finding: the project's number, the published one, the verdict and what would decide it."
     root = Path(root) if root is not None else published_root()
@@ -429,8 +420,8 @@ def findings_table(root:Path|str|None=None, # folder of run folders (default: re
     rows, caveat = [], weight_caveat(root, sources)
     for i in which:
         f = FINDINGS[i - 1]
-        x = f.reader(root, sources.exact, n_boot=n_boot, seed=seed) if f.weighted and sources.exact is not None else None
-        r = x if isinstance(x, Row) else f.reader(root, sources, n_boot=n_boot, seed=seed)
+        x = f.reader(root, sources.exact, n_boot=n_boot, seed=seed, task_pool=task_pool) if f.weighted and sources.exact is not None else None
+        r = x if isinstance(x, Row) else f.reader(root, sources, n_boot=n_boot, seed=seed, task_pool=task_pool)
         if isinstance(r, Missing): rows.append([i, f.title, "", f.published, NOT_RUN, f"needs {r.needs}", ""]); continue
         d = _decides(r.call, r.unit)
         if r is x: d = "; ".join(y for y in (d, "read on the fp32 arms (campaign_fp32_plan)") if y)

@@ -10,6 +10,7 @@ from typing import NamedTuple
 import pandas as pd
 from ..results import Run, read_table, read_json, run_tables, TABLE_EXTS
 from ..analysis.findings import findings_table, PUBLISHED
+from ..programs.grading import calibration_pool
 from .tables import (HEADLINE, REPORT_CARD, ZBIN_LABELS, collect, default_arm, config_field, shown_potential, headline_table, with_rates, bin_table,
                                      updown_table, training_draws, train_bin_table, task_texts, prompt_details, breaks_even)
 from .charts import (training_chart, metric_band_chart, paired_chart, rates_charts, bins_chart, train_bins_chart,
@@ -52,7 +53,7 @@ def findings_blocks(published, # the folder of published run folders (None: the 
     "The findings table's blocks: read from the published run folders, never re-evaluated."
     head = ("h2", "Findings of the published runs")
     if published is None: return [head, ("p", "This site shows no published runs (built from your runs alone).")]
-    try: t = findings_table(published, PUBLISHED)
+    try: t = findings_table(published, PUBLISHED, task_pool=calibration_pool)
     except Exception as e:                     # a malformed table: say so on the page and on stderr, build the rest
         print(f"[proposal_nb] site: findings table unavailable: {e}", file=sys.stderr)
         return [head, ("p", f"The findings table could not be read: {html.escape(str(e))}")]
