@@ -41,52 +41,40 @@ from datetime import datetime, timezone
 from pathlib import Path
 from proposal_nb.results import gpu_minutes
 
-# The pre-registered design: fixed before any arm ran, never chosen from an outcome.
-SHARED = dict(M=10, prompts_per_step=8, steps=250, lr=1e-4, grad_clip=1.0, max_new_tokens=256, seed=42,
-              mu0=0.48, n0=100.0, m0=50.0, baseline_cap=1.0, engine="fast", check_weights=True)
-SPLIT = dict(tasks="embedded", difficulties=("easy", "medium"), heldout_frac=0.3, split_seed=42)  # 59 train, 25 held out
-ARMS = {  # arm: (settings over SHARED, why)
-    "iguana": (dict(estimator="iguana", clip=3.0, fold_clip=10.0), "the published recipe (clip 3·Ẑ, fold 10·Ẑ)"),
-    "iguana_kl": (dict(estimator="iguana", clip=3.0, fold_clip=10.0, kl_beta=0.1), "the published recipe with the KL anchor β = 0.1"),
-    "msc": (dict(estimator="msc"), "MSC, M = 10"),
-    "rb_msc": (dict(estimator="rb-msc"), "RB-MSC, M = 10"),
-    "msc_m2": (dict(estimator="msc", M=2, steps=1250), "the MSC M = 2 control for RB-MSC (same 20,000 draws: 1,250 steps)"),
-}
-OFFLINE = {  # filtered-BC arms: (batching scheme, why); rollouts: BC_DRAWS per training prompt from the base sampler
-    "bc_spread": ("spread", "filtered BC on base rollouts, the default batching scheme"),
-    "bc_sort": ("sort", "filtered BC on base rollouts, whole-dataset length sort"),
-    "bc_sort_shuffled": ("sort", "filtered BC on base rollouts, bc_sort's batches in a shuffled order (the order control)"),
-}
-# bc_sort_shuffled, fixed 2026-12-01 before it ran: bc_sort's held-out validity fell below base's (-0.153) with 43% of its
-# draws at the 256-token cap, and its epoch visits the length-sorted batches shortest first. If that order is the cause,
-# the same batches shuffled keep bc_sort's batch composition and lose the drift: bc_sort_shuffled - bc_sort held-out
-# validity has a CI above 0, and its share of draws at the cap is below bc_sort's. Read beside finding 6, not ruled on.
-BC_ORDER = {"bc_sort_shuffled": "shuffled"}   # an offline arm's batch order when not its scheme's (OfflineConfig.order)
-BC_DRAWS = 340  # x 59 training prompts = 20,060 rollouts: the online arms' sample budget
-WHY = dict(lr="1e-4: the project's earlier H200 runs of this 135M model; MISSION's 1e-5 is for 3B-30B models",
-           mu0="0.48: the base model's mean validity on the 59 training prompts (published/h200_z_embedded, 1,180 draws)",
-           checkpoints="log-spaced, 4 per factor of 4 in steps: round(steps^(k/4)), k = 1..4",
-           evaluation="held-out split (25 prompts), R x M = 4 x 10 draws per prompt and checkpoint, the same keys for every arm",
-           mu0_strict=("0.16: the base model's mean strict Z over the 59 training prompts, 0.1593 (published/h200_z_embedded/z_table.csv, "
-                       "potential strict, 20 draws per prompt, 1,180 draws), rounded to two places as mu0 = 0.48 is; recomputed by "
-                       "plan-strict (which refuses a mismatch) and pinned by tests/test_campaign_strict.py"))
-# The strict pair (MISSION finding 3), fixed before either ran: under no_error none of the 59 training prompts has Z(x) <= 0.1,
-# so the anchor finding cannot be tested; under strict 35 do (published/campaign_strict_plan/campaign_strict.json).
-STRICT = dict(potential="strict", mu0=0.16)   # the training potential r and its prior mean of Z (WHY["mu0_strict"])
-STRICT_ARMS = {  # arm: (the arm whose settings it copies, why); trained with r = STRICT["potential"] and mu0 = STRICT["mu0"]
-    "iguana_strict": ("iguana", "the published recipe trained with r = strict (passes all public tests): finding 3's anchor-free arm"),
-    "iguana_kl_strict": ("iguana_kl", "the published recipe with the KL anchor beta = 0.1 trained with r = strict: finding 3's anchored arm"),
-}
+DESIGN_DIR = next(d for d in (Path(__file__).resolve().parent / "campaign_design",        # in a source snapshot (campaign_job.sh)
+                            Path(__file__).resolve().parents[1] / "nbs" / "runs" / "params" / "campaign") if d.is_dir())
+DESIGN_FILES = ("design.yaml", "strict.yaml", "fp32.yaml", "card.yaml")   # the design, then its overlays (each adds keys)
+
+
+def load_design(folder:Path=DESIGN_DIR)->dict:
+    "The campaign's pre-registered design: the YAML files of `folder` merged (an overlay may not redefine a key), with their sha256."
+    import hashlib, yaml
+    out, hashes = {}, {}
+    for name in DESIGN_FILES:
+        raw = (folder / name).read_bytes()
+        doc = yaml.safe_load(raw) or {}
+        if twice := sorted(set(doc) & set(out)): raise ValueError(f"{folder / name} redefines {twice}, already set by an earlier design file")
+        out |= doc; hashes[name] = hashlib.sha256(raw).hexdigest()
+    return out | dict(files=hashes)
+
+
+# The pre-registered design, from nbs/runs/params/campaign/*.yaml (read there for the reasons each value was fixed).
+DESIGN = load_design()
+SHARED, SPLIT, EVAL = DESIGN["shared"], DESIGN["split"], DESIGN["eval"]
+PASS_KS = tuple(DESIGN["pass_ks"])
+ARMS = {a: (v["settings"], v["what"]) for a, v in DESIGN["arms"].items()}             # arm: (settings over SHARED, why)
+OFFLINE = {a: (v["scheme"], v["what"]) for a, v in DESIGN["offline"].items()}         # filtered-BC arms: (batching scheme, why)
+BC_ORDER = {a: v["order"] for a, v in DESIGN["offline"].items() if "order" in v}     # an offline arm's batch order when not its scheme's
+BC_DRAWS = DESIGN["bc_draws"]
+WHY = DESIGN["why"]
+STRICT = DESIGN["strict"]
+STRICT_ARMS = {a: (v["copies"], v["what"]) for a, v in DESIGN["strict_arms"].items()}  # arm: (the arm whose settings it copies, why)
+FP32_ARMS = {f"{a}_fp32": (a, f"{ARMS[a][1]}, in fp32") for a in DESIGN["fp32_copies"]}  # arm: (copies, why)
+CAMPAIGN_LOOP, CAMPAIGN_EVAL = DESIGN["loop"], DESIGN["eval_loop"]
 STRICT_COMMAND = ("bash scripts/campaign_job.sh 560 iguana_strict iguana_kl_strict "     # chained jobs; base-strict runs on the box CPU
                   "&& .venv/bin/python scripts/campaign.py report RUNS published")
 CARD_COMMAND = "bash scripts/campaign_job.sh 575 card && .venv/bin/python scripts/campaign.py report-card RUNS published"
 CARD_FP32_COMMAND = "bash scripts/campaign_job.sh 575 card_fp32 && .venv/bin/python scripts/campaign.py report-card RUNS published"
-# The fp32 arms, fixed 2026-12-01 after the weight check and before any of them ran: over the same 25 iguana steps the mean
-# of p/q reads 1.242 +- 0.035 in bf16 and 1.015 +- 0.015 in fp32 (published/campaign_weight_check), so by the rule fixed
-# before that check every number weighed by p/q needs an fp32 re-run. Each arm copies its bf16 arm's settings exactly and
-# runs the model in fp32; its evaluation compares against base_fp32 (the base arm's held-out draws drawn in fp32, the
-# same keys) in its own folder, campaign_fp32_eval, never mixed with the bf16 one.
-FP32_ARMS = {f"{a}_fp32": (a, f"{ARMS[a][1]}, in fp32") for a in ("iguana", "iguana_kl", "msc", "rb_msc", "msc_m2")}  # arm: (copies, why)
 FP32_COMMAND = ("bash scripts/campaign_job.sh 575 iguana_fp32 iguana_kl_fp32 msc_fp32 rb_msc_fp32 "
                 "&& .venv/bin/python scripts/campaign.py report RUNS published")
 
@@ -119,11 +107,6 @@ def reference(arm:str)->str:
     return "base_strict" if arm in STRICT_ARMS else "base_fp32" if arm in FP32_ARMS else "base"
 
 
-# What the published campaign ran with before issue 36 added these loop keys: weights from the scorer's log q, log p from the
-# model's own pass, the identity logged but never stopping a run. Pinned so that its arms resume and reproduce as published;
-# an exact-weight re-run is a new arm, not a change to these.
-CAMPAIGN_LOOP = dict(weights="scorer", scoring="model", identity_stop=False)
-CAMPAIGN_EVAL = dict(weights="scorer")   # its evaluations likewise: both densities re-scored in one pass (score_pq)
 
 
 def arm_config(arm:str, overrides:dict|None=None):
@@ -142,7 +125,7 @@ def plan(out:Path):
                          for a in ARMS}, offline={a: dict(scheme=v[0], what=v[1], rollouts=BC_DRAWS * 59, epochs=1, batch_size=8)
                                                   for a, v in OFFLINE.items()},
                card_arms=card_plan(),  # built: rollouts-card, base-card, train-bc bc_card, report-card (plan-card writes it alone)
-               why=WHY, commit=_commit())
+               why=WHY, design=dict(folder="nbs/runs/params/campaign", sha256=DESIGN["files"]), commit=_commit())
     (out / "campaign.json").write_text(json.dumps(doc, indent=1))
     print(json.dumps(doc, indent=1))
 
@@ -180,8 +163,6 @@ def open_run(arm:str, run_dir:Path, model_path:str, config=None, dtype:str|None=
     return OnlineRun(peft, tok, train, make_potential(train_potential(arm), ex), cfg, run_dir, base_path=model_path), ex
 
 
-EVAL = dict(R=4, M=10, seed=7, batch_size=160)
-PASS_KS = (1, 2, 5, 10, 20, 40)  # pass@k budgets of the held-out report: up to R x M  # held-out draws per prompt and checkpoint: R x M = 40 (PSIS k-hat defined)
 
 
 def heldout_draws(model, tok, name:str, state, ex, keep_tokens:bool=False, valid:str="no_error"):
@@ -605,14 +586,11 @@ def calibration_plan(out:Path, z_dir:Path|None=None, n_boot:int=2000, seed:int=0
     return doc
 
 
-# The card-sampler arms (MISSION §8 item 7, "the prior must be the rollout sampler"), fixed before any of them ran.
-CARD = dict(temperature=0.7, top_p=0.8, top_k=20, repetition_penalty=1.05)  # the truncated "card" sampler (a DecodingConfig)
-CARD_DRAWS, CARD_CHUNK, CARD_BATCH = BC_DRAWS, 20, 320  # 340 x 59 = 20,060 rollouts (bc_spread's), chunks of 20 per prompt, rows per HF call
-OFFLINE_CARD = {  # filtered-BC arms on card rollouts: (batching scheme, why)
-    "bc_card": ("spread", "filtered BC on card-sampler rollouts (bc_spread's scheme), evaluated with the card sampler as the prior"),
-}
-CARD_CONTROL = ("bc_card_t1prior", "the same-proposal control: bc_card's adapter and its identical keyed held-out draws, weighed with "
-                                   "the T = 1 prior against the T = 1 base arm, so that only p_gen in the weight differs")
+# The card-sampler arms (nbs/runs/params/campaign/card.yaml), fixed before any of them ran.
+CARD = DESIGN["card"]                                                  # the truncated "card" sampler (a DecodingConfig)
+CARD_DRAWS, CARD_CHUNK, CARD_BATCH = BC_DRAWS, DESIGN["card_chunk"], DESIGN["card_batch"]   # 340 x 59 = 20,060 rollouts (bc_spread's)
+OFFLINE_CARD = {a: (v["scheme"], v["what"]) for a, v in DESIGN["offline_card"].items()}      # filtered-BC arms on card rollouts
+CARD_CONTROL = (DESIGN["card_control"]["arm"], DESIGN["card_control"]["what"])
 HF_S_PER_SAMPLE = 0.372  # published/h200_fast_loop/bench_loop.json: hf engine generation seconds per sample at 80 rows, 256 new tokens
 FAST_S_PER_SAMPLE = 0.015  # the same file: the fast engine's generation seconds per sample (T = 1)
 

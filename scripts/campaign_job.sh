@@ -8,7 +8,8 @@
 # short case unbroken and chained (campaign.py chain-check); `weightcheck` trains 25 iguana steps in bf16 and in fp32 (E_q[p/q] = 1); ARM_fp32 (iguana_fp32, ...) trains in fp32 beside base_fp32; `card_fp32` evaluates bc_card's adapter in fp32 (row 7); iguana_strict and iguana_kl_strict train through the generic
 # branch, with base-strict on the CPU beside them. Logs go to RUNS/_logs, packed with the runs.
 # Call 1 carries .devmodel/a and copies it to /tmp/m/ (see ../shared/tools/device-model.sh); this call carries
-# .devmodel/b and .campaign/src (a source snapshot: git archive <commit> proposal_nb + scripts/campaign.py + COMMIT).
+# .devmodel/b and .campaign/src (a source snapshot: git archive <commit> proposal_nb + scripts/campaign.py + COMMIT; from 2026-12-03 also
+# nbs/runs/params/campaign copied to .campaign/src/campaign_design, the design campaign.py reads).
 # Runs live in /tmp/runs, so a later call on the same warm machine resumes them; to resume on a fresh machine, put the
 # packed parts of the last job in RESUME_DIR (*.tgz.NN, joined here).
 # usage: bash scripts/campaign_job.sh BUDGET_S ARM [ARM ...] [--resume RESUME_DIR]

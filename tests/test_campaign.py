@@ -1,4 +1,5 @@
-"scripts/campaign.py's pure pieces: the log-spaced checkpoints (the GPU-minute attribution is tested in nbs/05_results)."
+"""scripts/campaign.py's pure pieces: the design read from nbs/runs/params/campaign against the published plans, the log-spaced
+checkpoints (the GPU-minute attribution is tested in nbs/05_results)."""
 import importlib.util, json
 from pathlib import Path
 import pytest
@@ -65,3 +66,34 @@ def test_the_order_control_differs_from_bc_sort_only_in_its_order():
     from dataclasses import asdict
     sort, shuf = (asdict(campaign._bc_config(campaign.OFFLINE[a][0], None, campaign.BC_ORDER.get(a, "scheme"))) for a in ("bc_sort", "bc_sort_shuffled"))
     assert {k for k in sort if sort[k] != shuf[k]} == {"order"} and (sort["order"], shuf["order"]) == ("scheme", "shuffled")
+
+
+PUB = ROOT / "published"
+
+
+def test_the_design_files_are_the_design_that_ran():
+    # the YAML design reproduces every plan document the campaign published before its arms ran
+    plan = json.loads((PUB / "campaign_eval" / "config.json").read_text())["campaign"]
+    assert campaign.SHARED == plan["shared"] and campaign.SPLIT == plan["split"]
+    assert {k: campaign.WHY[k] for k in plan["why"]} == plan["why"]     # the strict pair's mu0 reason came later, with its plan
+    for arm, a in plan["arms"].items():
+        assert campaign.ARMS[arm] == (a["settings"], a["what"]), arm
+        assert campaign.log_steps((campaign.SHARED | a["settings"])["steps"]) == a["checkpoints"], arm
+    for arm, a in plan["offline"].items():
+        assert campaign.OFFLINE[arm] == (a["scheme"], a["what"]) and a["rollouts"] == campaign.BC_DRAWS * 59, arm
+    strict = json.loads((PUB / "campaign_strict_plan" / "campaign_strict.json").read_text())["design"]["arms"]
+    assert {a: (v["copies"], v["what"]) for a, v in strict.items()} == campaign.STRICT_ARMS
+    assert all(v["potential"] == campaign.STRICT["potential"] and v["settings"] == campaign.arm_settings(a) for a, v in strict.items())
+    fp32 = json.loads((PUB / "campaign_fp32_plan" / "campaign_fp32.json").read_text())
+    assert {a: (v["copies"], v["what"]) for a, v in fp32["arms"].items()} == {a: campaign.FP32_ARMS[a] for a in fp32["arms"]}
+    assert all(v["settings"] == campaign.ARMS[v["copies"]][0] for v in fp32["arms"].values())
+    assert fp32["shared"] == campaign.SHARED and fp32["split"] == campaign.SPLIT and fp32["eval"] == campaign.EVAL
+
+
+def test_an_overlay_may_not_redefine_the_design(tmp_path):
+    import shutil
+    for f in campaign.DESIGN_FILES: shutil.copy(campaign.DESIGN_DIR / f, tmp_path / f)
+    d = campaign.load_design(tmp_path)
+    assert set(d["files"]) == set(campaign.DESIGN_FILES) and all(len(h) == 64 for h in d["files"].values())
+    (tmp_path / "fp32.yaml").write_text((tmp_path / "fp32.yaml").read_text() + "shared: {M: 2}\n")
+    with pytest.raises(ValueError, match=r"fp32.yaml redefines \['shared'\]"): campaign.load_design(tmp_path)
