@@ -2,7 +2,7 @@
 (and optionally the clip floor of 12_iguana: level max(c·Ẑ, floor)) against that notebook's DPG-style per-context arm, on a
 learning-rate grid, seeds and budgets (8 prompts x 8 draws per step). Writes the KL tables (also per seed), the median Ẑ/Z per Z bin, the
 share of valid draws the clip cut per Z bin, config.json (machine, date, commit, command) and, with one IGUANA arm and
-the DPG arm, verdict.json: issue 22's pass criteria (see `verdict`).
+the DPG arm, verdict.json: issue 22's pass criteria (see `estimators.many_prompts.confirmation_verdict`).
 
     .venv/bin/python scripts/bench_many_prompts_clip.py OUT_DIR [--clip 10|none] [--clip-floor 1] [--arms eb,shrinkage] [--seeds 0-5]
         [--lrs 1e-3,3e-3,1e-2] [--budgets 32000,128000] [--workers 1]
@@ -14,7 +14,7 @@ import argparse, json, os, platform, subprocess, sys, time
 from datetime import datetime, timezone
 from pathlib import Path
 import torch
-from proposal_nb.estimators.many_prompts import make_task, Arm, DPGConfig, RunConfig, benchmark, kl_table, best_lr, ratio_table, clip_table
+from proposal_nb.estimators.many_prompts import make_task, Arm, DPGConfig, RunConfig, benchmark, kl_table, best_lr, ratio_table, clip_table, confirmation_verdict
 from proposal_nb.estimators import normalizer as nz, iguana as ig
 
 NORMALISERS = dict(eb=nz.NormalizerConfig(kind="eb", fold_floor=1.0), shrinkage=nz.NormalizerConfig(kind="shrinkage", fold_floor=None))
@@ -33,26 +33,6 @@ def arms(names:list, clip:float, floor:float|None)->list:
         elif n in NORMALISERS: out.append(Arm(f"iguana {tag} · {n}", "iguana", iguana=c, normalizer=NORMALISERS[n]))
         else: raise SystemExit(f"unknown arm {n!r} (use eb, shrinkage, dpg, dpg+clip, dpg+past, dpg+b1)")
     return out
-
-
-def verdict(table, ratios, budgets:tuple, calib_at:int=32_000, lo:float=0.8, hi:float=1.25)->dict:
-    """Issue 22's pass criteria for the one IGUANA arm against the DPG arm: each at its best lr per budget (by mean KL over all prompts),
-    IGUANA ≤ DPG on all prompts and, on the same rows, on Z ≤ 0.02; IGUANA's median Ẑ/Z in [lo, hi] in every Z bin at calib_at."""
-    b = best_lr(table).set_index(["arm", "samples"])
-    arms_ = list(b.index.get_level_values(0).unique())
-    dpg, iguana = "dpg · per-context mean", [a for a in arms_ if a.startswith("iguana")]
-    if dpg not in arms_ or len(iguana) != 1: return {}
-    iguana, out = iguana[0], {}
-    for n in budgets:
-        for col, what in (("kl_mean", "all prompts"), ("kl_hard_mean", "Z <= 0.02")):
-            i, d = b.loc[(iguana, n)], b.loc[(dpg, n)]
-            out[f"KL {what} at {n}"] = dict(iguana=round(float(i[col]), 4), iguana_lr=float(i.lr), dpg=round(float(d[col]), 4),
-                                             dpg_lr=float(d.lr), passed=bool(i[col] <= d[col]))
-    calib_at = calib_at if calib_at in budgets else min(budgets)                 # small smoke runs: the first budget
-    r = ratios.loc[(iguana, calib_at)]
-    out[f"median Zhat/Z per Z bin at {calib_at}"] = dict(values={str(k): round(float(v), 3) for k, v in r.items()},
-                                                          passed=bool(((r >= lo) & (r <= hi)).all()))
-    return dict(arm=iguana, criteria=out, passed=all(c["passed"] for c in out.values()))
 
 
 def main():
@@ -86,7 +66,7 @@ def main():
                command="python scripts/bench_many_prompts_clip.py " + " ".join(sys.argv[1:]),
                user_command=".venv/bin/python scripts/bench_many_prompts_clip.py " + " ".join(sys.argv[1:]),
                seconds=round(time.time() - t0), runs=len(E.groupby(["arm", "lr", "seed"])))
-    v = verdict(t, ratio_table(E), budgets)
+    v = confirmation_verdict(t, ratio_table(E), budgets)
     if v: (out / "verdict.json").write_text(json.dumps(v, indent=2) + "\n"); cfg["verdict"] = "PASSED" if v["passed"] else "FAILED"
     (out / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
     print(best_lr(t).round(3).to_string()); print(ratio_table(E).round(2).to_string())

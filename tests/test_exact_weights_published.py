@@ -1,18 +1,17 @@
 """published/h200_exact_weights (issue 36) re-derived from its raw draws: the identity windows with the sampler's density, the
 bias with the scorer's, the reverse checks, the spread of the default scoring mode, and the README rebuilt to the byte."""
-import importlib.util, json, shutil
+import json, shutil
 from pathlib import Path
 
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN = ROOT / "published" / "h200_exact_weights"
-spec = importlib.util.spec_from_file_location("exact_weights_gpu", ROOT / "scripts" / "exact_weights_gpu.py")
-S = importlib.util.module_from_spec(spec); spec.loader.exec_module(S)
+from proposal_nb.analysis.weight_check import exact_report, exact_windows
 
 
 def test_windows_from_the_draws():
-    w = S.windows_table(RUN)
+    w = exact_windows(RUN)
     sam, sc = w[w.q.str.startswith("sampler")], w[w.q.str.startswith("scorer")]
     assert len(sam) == len(sc) == 10 and (sam.draws == 2000).all()                  # 250 steps x 8 prompts x M = 10, windows of 25 steps
     assert sam.within_2se.mean() >= 0.9                                              # the issue's target
@@ -32,14 +31,14 @@ def test_reverse_and_spread():
 def test_readme_rebuilds(tmp_path):
     d = tmp_path / "run"; shutil.copytree(RUN, d)
     for f in ("README.md", "windows.csv", "reverse.csv", "identity.svg"): (d / f).unlink()
-    S.report(d)
+    exact_report(d)
     assert (d / "README.md").read_text() == (RUN / "README.md").read_text()
     pd.testing.assert_frame_equal(pd.read_csv(d / "windows.csv"), pd.read_csv(RUN / "windows.csv"))
 
 
 def test_the_project_readme_quotes_this_folder():
     "The README's GPU paragraph: its counts, range and time are this folder's."
-    w = S.windows_table(RUN)
+    w = exact_windows(RUN)
     sam, sc = w[w.q.str.startswith("sampler")], w[w.q.str.startswith("scorer")]
     r = json.loads((RUN / "summary.json").read_text())["result"]
     text = " ".join((ROOT / "README.md").read_text().split())

@@ -1,12 +1,10 @@
 """Issue 22's clip floor: IGUANA's relative clip level max(c·Ẑ, clip_floor), where the clip binds on the many-prompt
-benchmark (clip_table), and the confirmation's pass criteria (scripts/bench_many_prompts_clip.py: verdict).
+benchmark (clip_table), and the confirmation's pass criteria (many_prompts.confirmation_verdict, which scripts/bench_many_prompts_clip.py writes).
 
 12_iguana checks the coefficients on single tensors and the expected gradient by enumeration; these pin the same rule
 where a training loop sees it (the estimator registry with a normaliser in the slot), so a change to the clip or to the
 registry's wiring that brings back the cut on honest weights fails here by name."""
-import importlib.util
 import math
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -14,11 +12,8 @@ import torch
 
 from proposal_nb.estimators import normalizer as nz, registry
 from proposal_nb.estimators.iguana import IguanaConfig, coefficients
-from proposal_nb.estimators.many_prompts import clip_table
+from proposal_nb.estimators.many_prompts import clip_table, confirmation_verdict
 
-spec = importlib.util.spec_from_file_location("bench_clip", Path(__file__).resolve().parents[1] / "scripts" / "bench_many_prompts_clip.py")
-bench = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(bench)
 
 
 def _hard_visit(iguana:IguanaConfig):
@@ -83,9 +78,9 @@ def test_verdict_needs_every_criterion():
     "The confirmation's rule: a loss on one criterion (hard prompts at 128k) or one bin outside [0.8, 1.25] fails the whole."
     bins = pd.Index(["(0.0, 0.02]", "(0.02, 0.05]"])
     good = pd.DataFrame([[0.9, 1.1]], columns=bins, index=pd.MultiIndex.from_tuples([("iguana x", 32_000)]))
-    v = bench.verdict(_table([(2.0, 3.0), (1.2, 2.0)], [(2.1, 3.1), (1.3, 2.1)]), good, (32_000, 128_000))
+    v = confirmation_verdict(_table([(2.0, 3.0), (1.2, 2.0)], [(2.1, 3.1), (1.3, 2.1)]), good, (32_000, 128_000))
     assert v["passed"] and len(v["criteria"]) == 5
-    v = bench.verdict(_table([(2.0, 3.0), (1.2, 2.2)], [(2.1, 3.1), (1.3, 2.1)]), good, (32_000, 128_000))
+    v = confirmation_verdict(_table([(2.0, 3.0), (1.2, 2.2)], [(2.1, 3.1), (1.3, 2.1)]), good, (32_000, 128_000))
     assert not v["passed"] and [k for k, c in v["criteria"].items() if not c["passed"]] == ["KL Z <= 0.02 at 128000"]
     bad = good.copy(); bad.iloc[0, 0] = 0.79
-    assert not bench.verdict(_table([(2.0, 3.0), (1.2, 2.0)], [(2.1, 3.1), (1.3, 2.1)]), bad, (32_000, 128_000))["passed"]
+    assert not confirmation_verdict(_table([(2.0, 3.0), (1.2, 2.0)], [(2.1, 3.1), (1.3, 2.1)]), bad, (32_000, 128_000))["passed"]

@@ -18,7 +18,7 @@ from . import normalizer as nz, iguana as ig, registry
 # %% auto #0
 __all__ = ['Z_BINS', 'PromptLM', 'predicates', 'ManyPrompts', 'make_task', 'DPGState', 'DPGConfig', 'DPGInfo', 'dpg_coefficients',
            'dpg_estimator', 'Arm', 'make_estimator', 'zhat_all', 'RunConfig', 'train', 'z_bin', 'run_job', 'benchmark',
-           'kl_table', 'best_lr', 'ratio_table', 'clip_table']
+           'kl_table', 'best_lr', 'ratio_table', 'clip_table', 'confirmation_verdict']
 
 # %% ../../nbs/18_many_prompts.ipynb #c006
 class PromptLM(nn.Module):
@@ -291,3 +291,25 @@ def clip_table(visits:pd.DataFrame, windows:tuple=(0, 1024, 8000, 32_001, 128_00
     s = df.groupby(["arm", "samples", "bin"], observed=True)[["n_clipped", "n_valid", "u", "u_kept"]].sum()
     out = pd.concat(dict(draws=s.n_clipped / s.n_valid.where(s.n_valid > 0), weight=1 - s.u_kept / s.u.where(s.u > 0)), axis=1)
     return out.unstack("bin")
+
+# %% ../../nbs/18_many_prompts.ipynb #v023
+def confirmation_verdict(table:pd.DataFrame, # kl_table rows (arm, lr, samples, kl_mean, kl_hard_mean)
+                         ratios:pd.DataFrame, # ratio_table: median Ẑ/Z per (arm, samples) and Z bin
+                         budgets:tuple, calib_at:int=32_000, lo:float=0.8, hi:float=1.25)->dict:
+    """Issue 22's pass criteria for the one IGUANA arm against the DPG arm: each at its best lr per budget (by mean KL over all prompts),
+    IGUANA ≤ DPG on all prompts and, on the same rows, on Z ≤ 0.02; IGUANA's median Ẑ/Z in [lo, hi] in every Z bin at calib_at."""
+    b = best_lr(table).set_index(["arm", "samples"])
+    arms_ = list(b.index.get_level_values(0).unique())
+    dpg, iguana = "dpg · per-context mean", [a for a in arms_ if a.startswith("iguana")]
+    if dpg not in arms_ or len(iguana) != 1: return {}
+    iguana, out = iguana[0], {}
+    for n in budgets:
+        for col, what in (("kl_mean", "all prompts"), ("kl_hard_mean", "Z <= 0.02")):
+            i, d = b.loc[(iguana, n)], b.loc[(dpg, n)]
+            out[f"KL {what} at {n}"] = dict(iguana=round(float(i[col]), 4), iguana_lr=float(i.lr), dpg=round(float(d[col]), 4),
+                                             dpg_lr=float(d.lr), passed=bool(i[col] <= d[col]))
+    calib_at = calib_at if calib_at in budgets else min(budgets)                 # small smoke runs: the first budget
+    r = ratios.loc[(iguana, calib_at)]
+    out[f"median Zhat/Z per Z bin at {calib_at}"] = dict(values={str(k): round(float(v), 3) for k, v in r.items()},
+                                                          passed=bool(((r >= lo) & (r <= hi)).all()))
+    return dict(arm=iguana, criteria=out, passed=all(c["passed"] for c in out.values()))
