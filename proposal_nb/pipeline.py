@@ -11,7 +11,7 @@ from types import SimpleNamespace
 from typing import Callable, Sequence
 import nbformat
 import proposal_nb
-from .results import CONFIG, Run, read_json, write_json, failed_attempt, mark_failed, save_chart
+from .results import CONFIG, Run, read_json, write_json, failed_attempt, mark_failed
 
 # %% auto #0
 __all__ = ['REPO', 'RUNS', 'STEP_SECONDS', 'DEFAULT_TASKS', 'DEFAULT_SPLIT', 'DEFAULT_TRAIN', 'JOB_LOG', 'HEADLINE_METRICS',
