@@ -10,7 +10,7 @@ from .runner import (Supervisor, make_cgroups, remove_cgroups, enter_namespaces,
                                           seccomp_program, uid_base, UID_STRIDE)
 
 # %% auto #0
-__all__ = ['Verdict', 'InfrastructureError', 'Executor', 'request']
+__all__ = ['WEAK_ENV', 'Verdict', 'InfrastructureError', 'confinement_problem', 'Executor', 'request']
 
 # %% ../../nbs/21_sandbox.ipynb #c002
 __all__ = ['Verdict', 'InfrastructureError', 'Executor', 'IOCase', 'landlock_abi']
@@ -146,6 +146,19 @@ _SERVER_ENV = {'PATH': '/usr/local/bin:/usr/bin:/bin', 'LANG': 'C.UTF-8', 'PYTHO
                'OMP_NUM_THREADS': '1', 'OPENBLAS_NUM_THREADS': '1', 'MKL_NUM_THREADS': '1'}
 _BOOT = 'import sys; exec(sys.stdin.readline())'  # the whole command line a /proc reader sees
 
+# %% ../../nbs/21_sandbox.ipynb #w015
+WEAK_ENV = 'PROPOSAL_NB_SANDBOX_WEAK'   # set to 1: grade even where the private root cannot be built (programs see the host's files)
+
+def confinement_problem(flags:dict, # the executor's requested layers (namespaces, landlock, cgroups, seccomp)
+                        isolation:dict, # what the server obtained (Executor.isolation)
+                        env=os.environ, # where WEAK_ENV is read
+                       )->str|None: # why grading must not go on, or None
+    "The refusal when namespaces were asked for and the private root was not obtained (unless WEAK_ENV says to go on)."
+    if not flags.get('namespaces') or isolation.get('private_tmp') or env.get(WEAK_ENV, '') not in ('', '0'): return None
+    return (f"the sandbox could not give programs a private root here (namespaces: {isolation.get('namespaces')!r}): a program "
+            "would read the host's and the task's files. Fix the cause (user namespaces, the right to mount), or choose weaker "
+            f"confinement knowingly: Executor(namespaces=False), or {WEAK_ENV}=1 in the environment")
+
 # %% ../../nbs/21_sandbox.ipynb #c014
 class Executor:
     "Run programs in confined processes forked from a warm server, with tests in a trusted judge."
@@ -210,6 +223,7 @@ def _start(self:Executor)->Executor:
     line = self._line(time.monotonic() + 120)
     if not line.startswith('READY '): self.close(); raise InfrastructureError(f'sandbox server failed: {line}')
     self.isolation = json.loads(line[6:])
+    if why := confinement_problem(self.flags, self.isolation): self.close(); raise InfrastructureError(why)
     return self
 
 def _close(self:Executor):
