@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util, math, tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, Protocol, runtime_checkable
 
 import torch
 import torch.nn.functional as F
@@ -17,9 +17,10 @@ from .generation import (Generation, HFGenerator, TokenText, VLLMGenerator, stop
                                     keyed_gumbel, _as_set)
 
 # %% auto #0
-__all__ = ['FAST_ARCHITECTURES', 'ENGINES', 'WEIGHT_TOLERANCE', 'StopRule', 'stop_rule', 'stop_update', 'fast_support',
-           'decode_layer', 'FastSampler', 'Draws', 'FastEngine', 'HFEngine', 'VLLMEngine', 'pick_engine', 'make_engine',
-           'WeightCheckError', 'WeightDelta', 'check_weights', 'EngineLogprobsError', 'own_logprobs']
+__all__ = ['FAST_ARCHITECTURES', 'ENGINE_BUILDERS', 'ENGINES', 'WEIGHT_TOLERANCE', 'StopRule', 'stop_rule', 'stop_update',
+           'fast_support', 'decode_layer', 'FastSampler', 'Draws', 'FastEngine', 'HFEngine', 'VLLMEngine',
+           'pick_engine', 'EngineSpec', 'Engine', 'make_engine', 'WeightCheckError', 'WeightDelta', 'check_weights',
+           'EngineLogprobsError', 'own_logprobs']
 
 # %% ../../nbs/25a_engines.ipynb #c007
 class StopRule(NamedTuple):
@@ -364,8 +365,6 @@ def _sample(self:FastSampler, prompt_ids:Sequence[int]|torch.Tensor, # one promp
 FastSampler.sample = _sample
 
 # %% ../../nbs/25a_engines.ipynb #c028
-ENGINES = ("auto", "fast", "vllm", "hf")
-
 def _generations(tok, prompts, counts, d:Draws, eos, piece, fence)->list[list[Generation]]:
     "Draws → Generations per prompt, with the stop reason (and `stop_point` agreeing with the device's stop)."
     out, toks, lps, lens = [], d.tokens.tolist(), d.logprobs.tolist(), d.lengths.tolist()
@@ -537,6 +536,44 @@ def pick_engine(model, # the model to sample
     if importlib.util.find_spec("vllm") is not None and base_path is not None and not nucleus: return "vllm"
     return "fast" if fast else "hf"
 
+# %% ../../nbs/25a_engines.ipynb #r036
+class EngineSpec(NamedTuple):
+    "What every engine is built from: make_engine's arguments, in one record."
+    rows:int                             # rows per decoding batch (prompts per step × draws per prompt)
+    max_prompt_len:int                   # longest prompt
+    max_new_tokens:int = 400             # completion cap
+    stop_at_fence:bool = True            # cut at the closing code fence
+    config:DecodingConfig = DecodingConfig()   # the proposal's decoding config
+    nucleus_of:DecodingConfig|None = None      # sample q restricted to this prior config's kept set (hf only)
+    base_path:object = None              # the base model's folder (vllm)
+    compile:bool|dict = False            # fast: compile the decode layer
+    forced_rows:int = 0                  # fast: spare rows per call for forced completions (the others score them by the fallback)
+
+@runtime_checkable
+class Engine(Protocol):
+    "What the training loop and the rollouts ask of a sampling engine."
+    name: str
+    def generate(self, prompt_ids, n:int, keys, progress:bool=False, forced=None): ...   # n keyed draws per prompt
+    def logprobs(self, prompt_ids, completion_ids)->list[list[float]]: ...              # per-token log-probs of given completions
+    def refresh(self): ...                                                              # follow the adapter after an optimizer step
+
+def _fast(model, tokenizer, s:EngineSpec, **kw):
+    if why := fast_support(model): raise ValueError(f"engine='fast': {why}; use engine='hf'")
+    kw.pop("batch_size", None)
+    return FastEngine(model, tokenizer, s.rows, s.max_prompt_len, s.max_new_tokens, s.stop_at_fence, s.compile, config=s.config,
+                      nucleus_of=s.nucleus_of, forced_rows=s.forced_rows, **kw)
+
+def _vllm(model, tokenizer, s:EngineSpec, **kw):
+    if s.base_path is None: raise ValueError("engine='vllm' needs the base model's folder (base_path)")
+    kw.pop("batch_size", None)
+    return VLLMEngine(model, tokenizer, s.base_path, s.max_new_tokens, s.stop_at_fence, s.config, **kw)
+
+def _hf(model, tokenizer, s:EngineSpec, batch_size:int|None=None, **kw):
+    return HFEngine(model, tokenizer, s.max_new_tokens, s.stop_at_fence, batch_size or s.rows, s.config, s.nucleus_of)
+
+ENGINE_BUILDERS = {"fast": _fast, "vllm": _vllm, "hf": _hf}   # name -> builder(model, tokenizer, EngineSpec, **kw): an Engine
+ENGINES = ("auto", *ENGINE_BUILDERS)
+
 def make_engine(name:str, # one of ENGINES
                 model, tokenizer, # the PeftModel being trained (or a plain LM) and its tokenizer
                 rows:int, # rows per decoding batch (prompts per step × draws per prompt)
@@ -548,21 +585,13 @@ def make_engine(name:str, # one of ENGINES
                 base_path=None, # the base model's folder (vllm)
                 compile:bool|dict=False, # fast: compile the decode layer
                 forced_rows:int=0, # fast: spare rows per call for forced completions (the others score them by the fallback)
-                **kw, # passed to the engine's constructor
-               ):
-    "Build an engine by name (`auto`: `pick_engine`)."
+                **kw, # passed to the engine's builder (hf: batch_size, rows per generate call)
+               )->Engine:
+    "Build an engine by name from ENGINE_BUILDERS (`auto`: `pick_engine`)."
     if name not in ENGINES: raise ValueError(f"unknown engine {name!r}; use one of {', '.join(ENGINES)}")
-    batch_size = kw.pop("batch_size", rows)                       # hf: rows per generate call
     if name == "auto": name = pick_engine(model, config, nucleus_of is not None, base_path)
-    if name == "fast":
-        why = fast_support(model)
-        if why: raise ValueError(f"engine='fast': {why}; use engine='hf'")
-        return FastEngine(model, tokenizer, rows, max_prompt_len, max_new_tokens, stop_at_fence, compile, config=config, nucleus_of=nucleus_of,
-                          forced_rows=forced_rows, **kw)
-    if name == "vllm":
-        if base_path is None: raise ValueError("engine='vllm' needs the base model's folder (base_path)")
-        return VLLMEngine(model, tokenizer, base_path, max_new_tokens, stop_at_fence, config, **kw)
-    return HFEngine(model, tokenizer, max_new_tokens, stop_at_fence, batch_size, config, nucleus_of)
+    spec = EngineSpec(rows, max_prompt_len, max_new_tokens, stop_at_fence, config, nucleus_of, base_path, compile, forced_rows)
+    return ENGINE_BUILDERS[name](model, tokenizer, spec, **kw)
 
 # %% ../../nbs/25a_engines.ipynb #c035
 WEIGHT_TOLERANCE = {torch.float32: (1e-3, 5e-2), torch.float64: (1e-6, 1e-4),
