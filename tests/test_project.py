@@ -90,3 +90,25 @@ def test_analysis_band_reads_tables_only():
             else: continue
             wrong += [f"analysis/{p.name} (line {n.lineno}) imports {t}" for t in names if t.startswith(("proposal_nb.lm", "proposal_nb.programs"))]
     assert not wrong, "the analysis band must not run models or programs:\n" + "\n".join(wrong)
+
+
+# A run notebook's flat parameter that means what the class's default means, written the way papermill can carry it
+BOUNDARY = {("LoopConfig", "score_rows"): (0, None),            # 0: the whole step at once (None in the class)
+            ("NormalizerSettings", "mu0"): (0.0, 0.5)}          # 0: measure the base model's validity first; the class's 0.5 is a stand-in
+
+
+def test_run_notebook_defaults_are_the_configs():
+    "11_train_online's parameters and the training configuration classes have one set of defaults (or a boundary mapping above)."
+    import ast, dataclasses
+    from proposal_nb.lm import training as T
+    nb = nbformat.read(ROOT / "nbs" / "runs" / "11_train_online.ipynb", as_version=4)
+    src = next(c.source for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+    params = {n.target.id: ast.literal_eval(n.value) for n in ast.parse(src).body if isinstance(n, ast.AnnAssign)}
+    wrong, seen = [], 0
+    for cls in (T.LoopConfig, T.EstimatorConfig, T.NormalizerSettings, T.PriorSettings):
+        for f in dataclasses.fields(cls):
+            if f.name not in params or f.default is dataclasses.MISSING: continue
+            seen += 1
+            if BOUNDARY.get((cls.__name__, f.name)) == (params[f.name], f.default): continue
+            if f.default != params[f.name]: wrong.append(f"{cls.__name__}.{f.name}: class {f.default!r}, notebook {params[f.name]!r}")
+    assert seen >= 15 and not wrong, "\n".join(wrong)

@@ -39,7 +39,7 @@ class LoopConfig:
     steps: int = 100              # optimizer steps
     lr: float = 1e-5              # Adam learning rate (no weight decay, no warm-up)
     grad_clip: float = 1.0        # gradient-norm clip
-    max_new_tokens: int = 400     # completion cap
+    max_new_tokens: int = 256     # completion cap (the run notebooks' default; tests/test_project.py checks they agree)
     checkpoint_every: int = 250   # steps between checkpoints (the last step is always saved)
     seed: int = 42                # seeds data order, draws (per row) and selections
     ema_beta: float = 0.999       # decay of the gradient-EMA diagnostic
