@@ -15,8 +15,8 @@ from ..results import project_commit, read_json, save_chart, write_json
 __all__ = ['WINDOWS', 'USER_COMMAND', 'EVALS', 'P_ABOVE_2SE', 'EXACT_WINDOW', 'ratio_stats', 'train_draws', 'training_table',
            'dtype_draws', 'dtype_table', 'heldout_table', 'reverse_table', 'dtype_counts', 'chance_above',
            'above_names', 'reverse_counts', 'reverse_of_exceptions', 'below_md', 'length_table', 'dtype_verdict',
-           'rescore_summary', 'chart', 'dtype_chart', 'reverse_chart', 'twin_table', 'twin_chart', 'write_weight_check',
-           'exact_windows', 'exact_report']
+           'rescore_summary', 'chart', 'dtype_chart', 'reverse_chart', 'twin_table', 'twin_chart',
+           'weight_check_readme', 'write_weight_check', 'exact_windows', 'exact_report']
 
 # %% ../../nbs/37a_weight_check.ipynb #c004
 WINDOWS = ((2, 25), (26, 100), (101, 250), (251, 10_000))   # training steps (step 1: p = q exactly)
@@ -298,26 +298,16 @@ def twin_chart(t:pd.DataFrame):
             for a, x in d.groupby("twin", sort=True)]
     return alt.vconcat(*rows).properties(title="Exact weights (fp32) against bf16: the same arm's ESS/M and KL(π‖q) on 25 held-out prompts")
 
-# %% ../../nbs/37a_weight_check.ipynb #f040
-def write_weight_check(published:Path, # the folder of published run folders
-                       rescored:pd.DataFrame|None=None, # lm.weight_identity.rescore rows (None: keep the folder's rescore.csv)
-                       rescore_src:dict|None=None, # where they came from (file, n, seed, date)
-                       identity:pd.DataFrame|None=None, # identity_draws rows with a dtype column (None: keep identity.csv)
-                       identity_src:dict|None=None, # their settings (prompts, draws, max_new_tokens, sigma, seed, date)
-                       dtype_runs:Path|None=None, # RUNS/weight_check from the GPU (None: keep dtype_draws.parquet)
-                      )->dict: # the summary
-    """PUBLISHED/campaign_weight_check: the identity E_q[p/q] = 1 on every published arm's draws (training windows, held-out
-    checkpoints, the reverse identity, by length, the fp32 twins), with the rescoring, the CPU identity draws and the GPU
-    dtype check when given (else the folder's earlier ones): tables, charts, summary, config, README."""
-    published = Path(published)
-    out = published / "campaign_weight_check"; out.mkdir(parents=True, exist_ok=True)
-    tr, ho, rv, ln = training_table(published), heldout_table(published), reverse_table(published), length_table(published)
-    pd.concat([tr, ho, rv], ignore_index=True).to_csv(out / "ratios.csv", index=False)
-    if len(ho) and len(rv): save_chart(reverse_chart(ho, rv), out, "reverse")
-    ln.to_csv(out / "by_length.csv", index=False)
-    save_chart(chart(ln), out, "by_length")
-    tw = twin_table(published)
-    if len(tw): tw.to_csv(out / "twins.csv", index=False); save_chart(twin_chart(tw), out, "twins")
+# %% ../../nbs/37a_weight_check.ipynb #r036
+def weight_check_readme(tr, ho, rv, # training_table, heldout_table, reverse_table
+                        tw, # twin_table
+                        rs, rs_src, # rescore_summary and where the rescoring came from (None: none)
+                        ident, id_src, # the CPU identity check per dtype and its settings (None: none)
+                        dchk, dt_src, # the GPU dtype check per dtype and its source (None: none)
+                        rby:dict, # reverse_counts
+                        summary:dict, # the folder's summary.json
+                       )->str:
+    "campaign_weight_check/README.md: the numbers of the folder, each with its sample size and where it comes from."
     tw_md = "" if not len(tw) else (
         "## What exact weights change in the evaluation\n"
         "Each fp32 arm beside its bf16 twin at the same held-out checkpoints (`twins.csv`, chart `twins.svg`; ESS/M from "
@@ -326,43 +316,6 @@ def write_weight_check(published:Path, # the folder of published run folders
         + "\n".join(f"| {a} | {dt} | " + ", ".join(f"{r.step}: {r.ess_per_m:.2f}" for r in g.itertuples()) + " | "
                     + ", ".join(f"{r.step}: {r.kl:.2f}" for r in g.itertuples()) + " |" for (a, dt), g in tw.groupby(["twin", "dtype"], sort=True))
         + "\n\nThe paired CIs are in the evaluations' `paired.csv`; each base is a fresh set of draws, so the two step-0 values differ by sampling.\n\n")
-    old = read_json(out, "config") or {}
-    if rescored is not None: rescored.to_csv(out / "rescore.csv", index=False); rs_src = rescore_src
-    else: rs_src = old.get("rescore")
-    rs = rescore_summary(pd.read_csv(out / "rescore.csv")) if (out / "rescore.csv").exists() else None
-    if identity is not None: identity.to_csv(out / "identity.csv", index=False); id_src = identity_src
-    else: id_src = old.get("identity")
-    if dtype_runs is not None:
-        dtype_draws(dtype_runs).to_parquet(out / "dtype_draws.parquet", index=False)
-        dt_src = dict(runs=str(dtype_runs), jobs={d.name: [json.loads(l) for l in (d / "iguana" / "ledger.jsonl").read_text().splitlines() if l.strip()]
-                                                     for d in sorted(dtype_runs.iterdir()) if (d / "iguana" / "ledger.jsonl").exists()},
-                      command="bash scripts/campaign_job.sh 570 msc_m2 weightcheck bc --resume /tmp/resume")
-    else: dt_src = old.get("dtype_check")
-    dchk = None
-    if (out / "dtype_draws.parquet").exists():
-        dd = pd.read_parquet(out / "dtype_draws.parquet")
-        dchk = {r.dtype: {k: (round(v, 4) if isinstance(v, float) else v) for k, v in r._asdict().items() if k not in ("Index", "dtype")}
-                for r in dtype_table(dd).itertuples()}
-        win = pd.concat([dtype_table(dd, lo, hi).assign(window=f"{lo}-{hi}") for lo, hi in ((2, 8), (9, 16), (17, 25), (2, 25))])
-        win.to_csv(out / "dtype_check.csv", index=False)
-        save_chart(dtype_chart(win), out, "dtype_check")
-        dd.assign(q=pd.qcut(dd.length, 4)).query("step >= 2").groupby(["dtype", "q"], observed=True).apply(
-            lambda g: pd.Series(ratio_stats(g)), include_groups=False).reset_index().assign(q=lambda d: d.q.astype(str)).to_csv(out / "dtype_by_length.csv", index=False)
-    ident = None
-    if (out / "identity.csv").exists():
-        t = pd.read_csv(out / "identity.csv")
-        ident = {dt: {k: round(v, 4) for k, v in ratio_stats(g).items()} | dict(sampler_gap_sd=round(float((g.logq_sampler - g.logq).std(ddof=1)), 4))
-                 for dt, g in t.groupby("dtype", sort=False)}
-    by, rby = dtype_counts(tr, ho), reverse_counts(rv)
-    summary = dict({k: sum(c[k] for c in by.values()) for k in ("training_windows", "training_windows_above_1", "heldout_checkpoints", "heldout_above_1")},
-                   by_dtype=by, reverse=rby, rescore=rs, identity_cpu=ident, dtype_check=dchk, dtype_verdict=dtype_verdict(dchk))
-    write_json(out, "summary", summary)
-    head = project_commit()
-    write_json(out, "config", dict(kind="weight_check", windows=[list(w) for w in WINDOWS], rescore=rs_src, identity=id_src, dtype_check=dt_src,
-               machine="CPU (the project's 2-core machine), from tables the nvidia-h200 device wrote (one NVIDIA H200, " + " and ".join(summary["by_dtype"]) + " arms"
-                       + ("; the dtype check: bf16 and fp32 side by side)" if dt_src else ")"),
-               date=datetime.now(timezone.utc).isoformat(timespec="seconds"), commit=head,
-               command="python scripts/campaign_weights.py PUBLISHED [--rescore RUNS/base/heldout_draws.parquet --n 160]", user_command=USER_COMMAND))
     f = lambda r: f"{r.mean_ratio:.3f} ± {r.se:.3f}"
     tl = [f"| {r.arm} | {r.what} | {r.n:,} | {f(r)} | {r.mean_log:+.3f} | {r.sd_log:.3f} |" for r in tr.itertuples()]
     hl = [f"| {r.what} | {r.n:,} | {f(r)} | {r.sd_log:.3f} |" for r in ho.itertuples()]
@@ -413,7 +366,7 @@ def write_weight_check(published:Path, # the folder of published run folders
     fp32_md = "" if not f32 else (f". On the fp32 arms (`campaign_fp32_plan`), {f32['training_windows_above_1']} of {f32['training_windows']} training windows "
                                   f"and {f32['heldout_above_1']} of {f32['heldout_checkpoints']} held-out checkpoints lie more than 2 SE above 1; "
                                   "their IS quantities are in `campaign_fp32_eval`")
-    (out / "README.md").write_text(f"""# Are the campaign's importance weights right? E_q[p/q] = 1, checked
+    return (f"""# Are the campaign's importance weights right? E_q[p/q] = 1, checked
 
 Built on CPU by `scripts/campaign_weights.py` from published tables only (the rescoring aside, see below). For draws from
 q, the mean of p/q is 1 exactly. A mean above 1 (by more than its standard error allows) says the scored log p − log q
@@ -460,6 +413,65 @@ check should read 1 within its SE{fp32_md}. Treat the bf16 arms' absolute IS qua
 upward by the factors above. Self-normalised ratios (wacc) partly cancel a common factor, but not a length-dependent one.
 
 """)
+
+# %% ../../nbs/37a_weight_check.ipynb #f040
+def write_weight_check(published:Path, # the folder of published run folders
+                       rescored:pd.DataFrame|None=None, # lm.weight_identity.rescore rows (None: keep the folder's rescore.csv)
+                       rescore_src:dict|None=None, # where they came from (file, n, seed, date)
+                       identity:pd.DataFrame|None=None, # identity_draws rows with a dtype column (None: keep identity.csv)
+                       identity_src:dict|None=None, # their settings (prompts, draws, max_new_tokens, sigma, seed, date)
+                       dtype_runs:Path|None=None, # RUNS/weight_check from the GPU (None: keep dtype_draws.parquet)
+                      )->dict: # the summary
+    """PUBLISHED/campaign_weight_check: the identity E_q[p/q] = 1 on every published arm's draws (training windows, held-out
+    checkpoints, the reverse identity, by length, the fp32 twins), with the rescoring, the CPU identity draws and the GPU
+    dtype check when given (else the folder's earlier ones): tables, charts, summary, config, README."""
+    published = Path(published)
+    out = published / "campaign_weight_check"; out.mkdir(parents=True, exist_ok=True)
+    tr, ho, rv, ln = training_table(published), heldout_table(published), reverse_table(published), length_table(published)
+    pd.concat([tr, ho, rv], ignore_index=True).to_csv(out / "ratios.csv", index=False)
+    if len(ho) and len(rv): save_chart(reverse_chart(ho, rv), out, "reverse")
+    ln.to_csv(out / "by_length.csv", index=False)
+    save_chart(chart(ln), out, "by_length")
+    tw = twin_table(published)
+    if len(tw): tw.to_csv(out / "twins.csv", index=False); save_chart(twin_chart(tw), out, "twins")
+    old = read_json(out, "config") or {}
+    if rescored is not None: rescored.to_csv(out / "rescore.csv", index=False); rs_src = rescore_src
+    else: rs_src = old.get("rescore")
+    rs = rescore_summary(pd.read_csv(out / "rescore.csv")) if (out / "rescore.csv").exists() else None
+    if identity is not None: identity.to_csv(out / "identity.csv", index=False); id_src = identity_src
+    else: id_src = old.get("identity")
+    if dtype_runs is not None:
+        dtype_draws(dtype_runs).to_parquet(out / "dtype_draws.parquet", index=False)
+        dt_src = dict(runs=str(dtype_runs), jobs={d.name: [json.loads(l) for l in (d / "iguana" / "ledger.jsonl").read_text().splitlines() if l.strip()]
+                                                     for d in sorted(dtype_runs.iterdir()) if (d / "iguana" / "ledger.jsonl").exists()},
+                      command="bash scripts/campaign_job.sh 570 msc_m2 weightcheck bc --resume /tmp/resume")
+    else: dt_src = old.get("dtype_check")
+    dchk = None
+    if (out / "dtype_draws.parquet").exists():
+        dd = pd.read_parquet(out / "dtype_draws.parquet")
+        dchk = {r.dtype: {k: (round(v, 4) if isinstance(v, float) else v) for k, v in r._asdict().items() if k not in ("Index", "dtype")}
+                for r in dtype_table(dd).itertuples()}
+        win = pd.concat([dtype_table(dd, lo, hi).assign(window=f"{lo}-{hi}") for lo, hi in ((2, 8), (9, 16), (17, 25), (2, 25))])
+        win.to_csv(out / "dtype_check.csv", index=False)
+        save_chart(dtype_chart(win), out, "dtype_check")
+        dd.assign(q=pd.qcut(dd.length, 4)).query("step >= 2").groupby(["dtype", "q"], observed=True).apply(
+            lambda g: pd.Series(ratio_stats(g)), include_groups=False).reset_index().assign(q=lambda d: d.q.astype(str)).to_csv(out / "dtype_by_length.csv", index=False)
+    ident = None
+    if (out / "identity.csv").exists():
+        t = pd.read_csv(out / "identity.csv")
+        ident = {dt: {k: round(v, 4) for k, v in ratio_stats(g).items()} | dict(sampler_gap_sd=round(float((g.logq_sampler - g.logq).std(ddof=1)), 4))
+                 for dt, g in t.groupby("dtype", sort=False)}
+    by, rby = dtype_counts(tr, ho), reverse_counts(rv)
+    summary = dict({k: sum(c[k] for c in by.values()) for k in ("training_windows", "training_windows_above_1", "heldout_checkpoints", "heldout_above_1")},
+                   by_dtype=by, reverse=rby, rescore=rs, identity_cpu=ident, dtype_check=dchk, dtype_verdict=dtype_verdict(dchk))
+    write_json(out, "summary", summary)
+    head = project_commit()
+    write_json(out, "config", dict(kind="weight_check", windows=[list(w) for w in WINDOWS], rescore=rs_src, identity=id_src, dtype_check=dt_src,
+               machine="CPU (the project's 2-core machine), from tables the nvidia-h200 device wrote (one NVIDIA H200, " + " and ".join(summary["by_dtype"]) + " arms"
+                       + ("; the dtype check: bf16 and fp32 side by side)" if dt_src else ")"),
+               date=datetime.now(timezone.utc).isoformat(timespec="seconds"), commit=head,
+               command="python scripts/campaign_weights.py PUBLISHED [--rescore RUNS/base/heldout_draws.parquet --n 160]", user_command=USER_COMMAND))
+    (out / "README.md").write_text(weight_check_readme(tr, ho, rv, tw, rs, rs_src, ident, id_src, dchk, dt_src, rby, summary))
     print(json.dumps(summary, indent=1))
     return summary
 
