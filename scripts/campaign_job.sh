@@ -9,7 +9,8 @@
 # branch, with base-strict on the CPU beside them. Logs go to RUNS/_logs, packed with the runs.
 # Call 1 carries .devmodel/a and copies it to /tmp/m/ (see ../shared/tools/device-model.sh); this call carries
 # .devmodel/b and .campaign/src (a source snapshot: git archive <commit> proposal_nb + scripts/campaign.py + COMMIT; from 2026-12-03 also
-# nbs/runs/params/campaign copied to .campaign/src/campaign_design, the design campaign.py reads).
+# nbs/runs/params/campaign at the same path under .campaign/src, the design proposal_nb.pipeline.campaign_job reads; an older
+# snapshot's .campaign/src/campaign_design is read too).
 # Runs live in /tmp/runs, so a later call on the same warm machine resumes them; to resume on a fresh machine, put the
 # packed parts of the last job in RESUME_DIR (*.tgz.NN, joined here).
 # usage: bash scripts/campaign_job.sh BUDGET_S ARM [ARM ...] [--resume RESUME_DIR]

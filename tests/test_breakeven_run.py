@@ -7,7 +7,7 @@ import pytest
 from papermill.exceptions import PapermillExecutionError
 
 from proposal_nb.analysis.breakeven import Costs, synthetic_breakeven_inputs
-from proposal_nb.pipeline import REPO, run_notebook
+from proposal_nb.pipeline.notebooks import REPO, run_notebook
 
 
 def test_run_from_files(tmp_path):

@@ -5,7 +5,7 @@ import json
 import pandas as pd
 
 from proposal_nb.lm.models import tiny_model
-from proposal_nb.pipeline import REPO, run_notebook
+from proposal_nb.pipeline.notebooks import REPO, run_notebook
 
 
 def test_run_with_tiny_model(tmp_path):

@@ -1,12 +1,11 @@
-"""scripts/campaign.py's pure pieces: the design read from nbs/runs/params/campaign against the published plans, the log-spaced
+"""proposal_nb.pipeline.campaign_job's pure pieces: the design read from nbs/runs/params/campaign against the published plans, the log-spaced
 checkpoints (the GPU-minute attribution is tested in nbs/05_results)."""
-import importlib.util, json
+import json
 from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("campaign", ROOT / "scripts" / "campaign.py")
-campaign = importlib.util.module_from_spec(spec); spec.loader.exec_module(campaign)
+from proposal_nb.pipeline import campaign_job as campaign  # noqa: E402
 
 
 def test_log_steps_are_log_spaced_and_end_at_the_budget():

@@ -1,7 +1,7 @@
-"""The fp32 arms of scripts/campaign.py (fixed after the weight check: bf16 inflates p/q, fp32 reads 1) on CPU with a tiny random
+"""The fp32 arms of the campaign (proposal_nb.pipeline.campaign_job) (fixed after the weight check: bf16 inflates p/q, fp32 reads 1) on CPU with a tiny random
 model: each copies its bf16 arm's settings exactly, the CLI runs it in fp32, its reference is base_fp32 (the base arm's held-out
 draws drawn in fp32), and the report writes its evaluation apart from campaign_eval."""
-import importlib.util, json
+import json
 
 import pytest
 

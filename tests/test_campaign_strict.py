@@ -1,7 +1,7 @@
-"""The strict pair of scripts/campaign.py (MISSION finding 3) on CPU with a tiny random model: the arms copy iguana / iguana_kl
+"""The strict pair of the campaign (proposal_nb.pipeline.campaign_job) (MISSION finding 3) on CPU with a tiny random model: the arms copy iguana / iguana_kl
 with r = strict and mu0 = 0.16 (the existing arms untouched), train and evaluate with strict, base_strict regrades the base
 arm's own held-out draws with strict exactly, and the report writes their evaluation apart from campaign_eval."""
-import importlib.util, json, math
+import json, math
 from pathlib import Path
 
 import numpy as np
@@ -11,8 +11,7 @@ import pytest
 pytestmark = pytest.mark.xdist_group("campaign_strict")   # one worker: its module fixtures (tiny strict runs) are built once, not once per worker
 
 ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("campaign", ROOT / "scripts" / "campaign.py")
-C = importlib.util.module_from_spec(spec); spec.loader.exec_module(C)
+from proposal_nb.pipeline import campaign_job as C  # noqa: E402
 
 # arm_config(arm).to_dict() of every existing arm before the strict pair was added (commit dc7886c), flattened
 IGUANA = {'estimator.baseline': 'zhat', 'estimator.clip': 3.0, 'estimator.kl_beta': 0.0, 'estimator.length_norm': False,

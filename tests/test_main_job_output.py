@@ -6,7 +6,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from proposal_nb.pipeline import RUNS, declared_parameters, parameter_types, parameters_index
+from proposal_nb.pipeline.notebooks import RUNS, declared_parameters, parameter_types, parameters_index
 
 RUN_NOTEBOOKS = sorted(RUNS.glob("*.ipynb"))
 
@@ -39,7 +39,7 @@ def tiny_notebook(path, body):
 
 def cli(*args, cwd):
     import os, subprocess, sys
-    return subprocess.run([sys.executable, "-c", "from proposal_nb.pipeline import main; main()", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-c", "from proposal_nb.pipeline.cli import main; main()", *args], capture_output=True,
                           text=True, cwd=cwd, timeout=300, env={**os.environ, "COLUMNS": "200"})
 
 

@@ -9,8 +9,6 @@ import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-from make_readme import render  # noqa: E402
 
 
 def quick_start_commands():
@@ -20,7 +18,8 @@ def quick_start_commands():
 
 
 def test_readme_is_generated_from_index():
-    assert (ROOT / "README.md").read_text() == render(), "run .venv/bin/python scripts/make_readme.py"
+    p = subprocess.run([sys.executable, "scripts/make_readme.py", "--check"], cwd=ROOT, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
 
 
 def test_readme_has_exactly_two_commands_and_ci_runs_the_test_one():
@@ -112,3 +111,16 @@ def test_run_notebook_defaults_are_the_configs():
             if BOUNDARY.get((cls.__name__, f.name)) == (params[f.name], f.default): continue
             if f.default != params[f.name]: wrong.append(f"{cls.__name__}.{f.name}: class {f.default!r}, notebook {params[f.name]!r}")
     assert seen >= 15 and not wrong, "\n".join(wrong)
+
+
+def test_no_code_is_loaded_by_file_path():
+    "Tests and modules import the package; none loads a file as a module (spec_from_file_location) or puts a folder on sys.path."
+    import ast
+    wrong = []
+    for p in sorted([*(ROOT / "tests").glob("*.py"), *(ROOT / "proposal_nb").rglob("*.py")]):
+        for n in ast.walk(ast.parse(p.read_text())):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
+                f = ast.unparse(n.func)
+                if f.endswith("spec_from_file_location") or f in ("sys.path.insert", "sys.path.append"):
+                    wrong.append(f"{p.relative_to(ROOT)}:{n.lineno} {f}")
+    assert not wrong, "code loaded by path:\n" + "\n".join(wrong)

@@ -1,8 +1,8 @@
-"""The card-sampler arms of the campaign (scripts/campaign.py; MISSION §8 item 7) end to end on CPU with a tiny random model:
+"""The card-sampler arms of the campaign (proposal_nb.pipeline.campaign_job; MISSION §8 item 7) end to end on CPU with a tiny random model:
 card rollouts in resumable chunks, filtered BC on them, held-out draws weighed with the card prior and (the same draws)
 with the T = 1 prior, and the report. The sandbox grades correctness for real; a stand-in checker (an even sum of character codes:
 completions are "valid") replaces no-error, because a random model never writes a program that runs."""
-import importlib.util, json
+import json
 from pathlib import Path
 
 import numpy as np
@@ -14,9 +14,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _campaign():
-    spec = importlib.util.spec_from_file_location("campaign", ROOT / "scripts" / "campaign.py")
-    mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
-    return mod
+    from proposal_nb.pipeline import campaign_job
+    return campaign_job
 
 
 def half_valid(tasks, completions):

@@ -1,21 +1,17 @@
 """Ground-truth fuzz of the sandbox harness (issue 18), a small seeded sample: programs from a grammar of endings
 (forks, builtin rebinding, floods, signals, atexit, exits, raises) graded serially and 8-way concurrently, each
 verdict checked against the grammar's oracle. The benchmark run (scripts/bench_grader_fuzz.py, >= 1,000 programs)
-publishes the large-sample numbers; the grammar and the oracle live there.
+publishes the large-sample numbers; the grammar and the oracle are proposal_nb.programs.hostile (nbs/21c_hostile).
 
 Why the earlier suites missed the two wrong "valid"s: each adversarial case was one hand-written program, and none
 combined a fork with a parent that fails after its child finished, or a rebinding with a later raise. On the
 harness before the fix, this sample's seed found both."""
-import importlib.util
-from collections import Counter
-from pathlib import Path
 
 import pytest
 
 pytest.importorskip('hypothesis', reason='the fuzz draws its programs with hypothesis (the dev extra)')
 
-spec = importlib.util.spec_from_file_location('bench_grader_fuzz', Path(__file__).resolve().parents[1] / 'scripts' / 'bench_grader_fuzz.py')
-fuzz = importlib.util.module_from_spec(spec); spec.loader.exec_module(fuzz)
+from proposal_nb.programs import hostile as fuzz  # noqa: E402
 
 SEED, N = 18, 120
 

@@ -1,7 +1,9 @@
 """GPU set-up as a user meets it: scripts/setup.sh's options (checked with --dry-run in a copy of the project, so
 nothing is installed), the split vLLM extras, `proposal-nb env`, and the published runs' `user_command`s, which must
 be commands the current CLI accepts."""
+import functools
 import json
+import os
 import re
 import shlex
 import shutil
@@ -98,10 +100,19 @@ def published_commands():
             for f in sorted((ROOT / "published").glob("*/config.json"))]
 
 
+@functools.cache
+def script_help(script:Path, sub:str="")->str:
+    "What `python SCRIPT [SUB] --help` prints: the options its parser (or subcommand SUB's) accepts; a script may be one call into the package."
+    p = subprocess.run([sys.executable, str(script), *([sub] if sub else []), "--help"], capture_output=True, text=True, cwd=ROOT, env={**os.environ, "COLUMNS": "1000"})
+    assert p.returncode == 0, p.stderr
+    return p.stdout.replace("[", " ").replace("]", " ").replace(",", " ")
+
+
 @pytest.mark.parametrize("run, config", published_commands())
 def test_published_user_command_is_accepted(run, config):
     "Each published run records the command a user would type, and today's CLI / script accepts every part of it."
-    from proposal_nb.pipeline import RUNS, _run_parser, check_parameters, load_params
+    from proposal_nb.pipeline.notebooks import RUNS, check_parameters, load_params
+    from proposal_nb.pipeline.cli import _run_parser
     cmd = config.get("user_command")
     assert cmd, f"published/{run}/config.json has no user_command"
     for part in cmd.split("&&"):
@@ -116,6 +127,7 @@ def test_published_user_command_is_accepted(run, config):
             assert params["out_dir"] == f"results/{run}", params["out_dir"]
         elif re.match(r"(\.venv[-\w]*/bin/)?python3? scripts/", part.strip()):
             script = ROOT / next(w for w in words if w.startswith("scripts/"))
-            text = script.read_text()
-            for flag in (w for w in words[words.index(str(script.relative_to(ROOT))) + 1:] if w.startswith("--")):
-                assert f'"{flag}"' in text, f"{script.name} has no option {flag}"
+            args = words[words.index(str(script.relative_to(ROOT))) + 1:]
+            text = script_help(script, args[0] if args and not args[0].startswith("-") else "")
+            for flag in (w for w in args if w.startswith("--")):
+                assert flag.split("=")[0] in text.split(), f"{script.name} has no option {flag}"

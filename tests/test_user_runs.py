@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from proposal_nb.lm.models import tiny_model
-from proposal_nb.pipeline import RUNS, run_notebook
+from proposal_nb.pipeline.notebooks import RUNS, run_notebook
 from proposal_nb.results import find_runs, published_root
 
 pytestmark = pytest.mark.xdist_group("user_runs")   # one worker: its module fixture (a trained user run) is built once, not once per worker
@@ -151,7 +151,7 @@ def test_item7_a_missing_vllm_names_one_remedy(user):
 
 def test_item4_evaluation_reads_its_training_run(user):
     "Old: no evaluation command; model, tasks and split were repeated by hand."
-    from proposal_nb.pipeline import load_task_set
+    from proposal_nb.pipeline.inputs import load_task_set
     from proposal_nb.programs.tasks import split_tasks
     import pandas as pd
     p = cli("evaluate", "runs/my_iguana", "--out", "runs/my_eval", *SMALL_EVAL, cwd=user)
