@@ -15,13 +15,13 @@ __all__ = ['REPO', 'DESIGN_DIR', 'DESIGN_FILES', 'DESIGN', 'SHARED', 'SPLIT', 'E
            'BC_DRAWS', 'WHY', 'STRICT', 'STRICT_ARMS', 'FP32_ARMS', 'CAMPAIGN_LOOP', 'CAMPAIGN_EVAL', 'STRICT_COMMAND',
            'CARD_COMMAND', 'CARD_FP32_COMMAND', 'FP32_COMMAND', 'EVAL_RESERVE_S', 'USER_COMMAND', 'CALIBRATION_V2',
            'CARD', 'CARD_DRAWS', 'CARD_CHUNK', 'CARD_BATCH', 'OFFLINE_CARD', 'CARD_CONTROL', 'HF_S_PER_SAMPLE',
-           'FAST_S_PER_SAMPLE', 'load_design', 'log_steps', 'arm_settings', 'arm_dtype', 'train_potential', 'reference',
-           'arm_config', 'plan', 'open_run', 'heldout_draws', 'base_eval', 'base_strict', 'checkpoint_eval', 'train',
-           'pack', 'pack_runs', 'unpack', 'chain_check', 'rollouts', 'skipped_since', 'fit_bc', 'train_bc',
-           'heldout_tables', 'provenance', 'report', 'write_heldout', 'calibration_plan', 'card_config', 'card_plan',
-           'rollouts_card', 'base_prior_eval', 'card_checkpoint_eval', 'train_bc_card', 'eval_card_fp32',
-           'report_card_arms', 'card_waste', 'plan_card', 'strict_design', 'strict_zcounts', 'plan_strict', 'plan_fp32',
-           'main']
+           'FAST_S_PER_SAMPLE', 'COMMANDS', 'load_design', 'log_steps', 'arm_settings', 'arm_dtype', 'train_potential',
+           'reference', 'arm_config', 'plan', 'open_run', 'heldout_draws', 'base_eval', 'base_strict',
+           'checkpoint_eval', 'train', 'pack', 'pack_runs', 'unpack', 'chain_check', 'rollouts', 'skipped_since',
+           'fit_bc', 'train_bc', 'heldout_tables', 'provenance', 'report', 'write_heldout', 'calibration_plan',
+           'card_config', 'card_plan', 'rollouts_card', 'base_prior_eval', 'card_checkpoint_eval', 'train_bc_card',
+           'eval_card_fp32', 'report_card_arms', 'card_waste', 'plan_card', 'strict_design', 'strict_zcounts',
+           'plan_strict', 'plan_fp32', 'main']
 
 # %% ../../nbs/39f_campaign_job.ipynb #c005
 REPO = Path(proposal_nb.__file__).resolve().parents[1]   # the checkout, or a source snapshot (campaign_job.sh)
@@ -935,11 +935,65 @@ def plan_fp32(out:Path, check:Path)->dict:
     return doc
 
 # %% ../../nbs/39f_campaign_job.ipynb #c077
+def _report_card(a, over):
+    runs, res = Path(a.args[0]), Path(a.args[1])
+    if (runs / "bc_card_fp32" / "heldout").is_dir(): report_card_arms(runs, res, suffix="_fp32")
+    return report_card_arms(runs, res)
+
+def _train_arm(a, over):
+    arm, runs = a.args
+    return train(arm, Path(runs) / arm, _model_path(a), a.deadline_s, config=arm_config(arm, over), overrides=over,
+                 base_file=None if a.no_eval else Path(runs) / reference(arm) / "heldout_draws.parquet", dtype=a.dtype or arm_dtype(arm),
+                 stop_at=a.stop_at)
+
+def _train_bc_arm(a, over):
+    arm, runs = a.args[0], Path(a.args[1])
+    if arm in OFFLINE_CARD: return train_bc_card(arm, runs, _model_path(a), over, deadline_s=a.deadline_s)
+    return train_bc(arm, runs, _model_path(a), over, deadline_s=a.deadline_s)
+
+def _train_small(a, over):
+    "One process of the chain check: a short run of one arm, checkpointed only at its end."
+    from dataclasses import replace
+    if a.deterministic:  # before CUDA starts: cuBLAS reads its workspace setting once
+        import torch
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8"); torch.use_deterministic_algorithms(True)
+    arm, run_dir = a.args
+    cfg = arm_config(arm, over)
+    cfg = replace(cfg, loop=replace(cfg.loop, steps=a.steps, checkpoint_every=a.steps + 1))
+    return train(arm, Path(run_dir), a.model, math.inf, config=cfg, stop_at=a.stop_at, overrides=over)
+
+_first = lambda a: Path(a.args[0])
+COMMANDS = {   # subcommand -> what it does with the parsed arguments and the --set overrides
+    "plan": lambda a, over: plan(_first(a)),
+    "calibration-plan": lambda a, over: calibration_plan(_first(a)),
+    "plan-card": lambda a, over: plan_card(_first(a)),
+    "plan-strict": lambda a, over: plan_strict(_first(a)),
+    "plan-fp32": lambda a, over: plan_fp32(_first(a), Path(a.args[1])),
+    "base": lambda a, over: base_eval(_first(a), _model_path(a)),
+    "base-fp32": lambda a, over: base_eval(_first(a), _model_path(a), "base_fp32"),
+    "base-strict": lambda a, over: base_strict(_first(a), _model_path(a)),
+    "base-card": lambda a, over: base_prior_eval(_first(a), _model_path(a)),
+    "base-card-fp32": lambda a, over: base_prior_eval(_first(a), _model_path(a), "base_card_fp32"),
+    "train": _train_arm,
+    "rollouts": lambda a, over: rollouts(_first(a), _model_path(a)),
+    "rollouts-card": lambda a, over: rollouts_card(_first(a), _model_path(a), a.deadline_s, close=a.close),
+    "train-bc": _train_bc_arm,
+    "eval-card-fp32": lambda a, over: eval_card_fp32(_first(a), _model_path(a)),
+    "card-waste": lambda a, over: card_waste(_model_path(a)),
+    "pack": lambda a, over: pack(_first(a), Path(a.args[1])),
+    "pack-runs": lambda a, over: pack_runs(_first(a), Path(a.args[1])),
+    "unpack": lambda a, over: unpack(_first(a), Path(a.args[1])),
+    "finished": lambda a, over: sys.exit(0 if _finished(_first(a)) else 1),
+    "report": lambda a, over: report(_first(a), Path(a.args[1])),
+    "report-card": _report_card,
+    "chain-check": lambda a, over: sys.exit(0 if chain_check(_first(a), _model_path(a), a.steps, a.split_at, sets=a.set,
+                                                             deterministic=a.deterministic) else 1),
+    "_train_small": _train_small,
+}
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description="The published experiment on real runs: every arm trained on the same split, seed and sample budget, chained through GPU jobs with exact resume.")
-    ap.add_argument("cmd", choices=["plan", "base", "base-fp32", "train", "rollouts", "train-bc", "pack", "pack-runs", "unpack", "finished", "chain-check", "report", "_train_small", "calibration-plan",
-                                     "plan-card", "rollouts-card", "base-card", "report-card", "card-waste", "plan-strict", "base-strict", "plan-fp32",
-                                     "base-card-fp32", "eval-card-fp32"])
+    ap.add_argument("cmd", choices=list(COMMANDS))
     ap.add_argument("--no-eval", action="store_true", help="train: skip the held-out evaluation at checkpoints")
     ap.add_argument("--close", action="store_true", help="rollouts-card: no new chunk; card.parquet from the chunks made (device time ran out)")
     ap.add_argument("args", nargs="*")
@@ -952,45 +1006,4 @@ def main(argv=None):
                     help="chain-check: deterministic torch kernels (needed for bitwise equality on a GPU)")
     a = ap.parse_args(argv)
     over = {k: _cast(SHARED.get(k), v) for k, v in (x.split("=", 1) for x in a.set)}
-    if a.cmd == "plan": return plan(Path(a.args[0]))
-    if a.cmd == "calibration-plan": return calibration_plan(Path(a.args[0]))
-    if a.cmd == "plan-card": return plan_card(Path(a.args[0]))
-    if a.cmd == "plan-strict": return plan_strict(Path(a.args[0]))
-    if a.cmd == "plan-fp32": return plan_fp32(Path(a.args[0]), Path(a.args[1]))
-    if a.cmd == "base-strict": return base_strict(Path(a.args[0]), _model_path(a))
-    if a.cmd == "card-waste": return card_waste(_model_path(a))
-    if a.cmd == "rollouts-card": return rollouts_card(Path(a.args[0]), _model_path(a), a.deadline_s, close=a.close)
-    if a.cmd == "base-card": return base_prior_eval(Path(a.args[0]), _model_path(a))
-    if a.cmd == "base-card-fp32": return base_prior_eval(Path(a.args[0]), _model_path(a), "base_card_fp32")
-    if a.cmd == "eval-card-fp32": return eval_card_fp32(Path(a.args[0]), _model_path(a))
-    if a.cmd == "report-card":
-        runs, res = Path(a.args[0]), Path(a.args[1])
-        if (runs / "bc_card_fp32" / "heldout").is_dir(): report_card_arms(runs, res, suffix="_fp32")
-        return report_card_arms(runs, res)
-    if a.cmd == "train-bc" and a.args and a.args[0] in OFFLINE_CARD:
-        return train_bc_card(a.args[0], Path(a.args[1]), _model_path(a), over, deadline_s=a.deadline_s)
-    if a.cmd == "finished": return sys.exit(0 if _finished(Path(a.args[0])) else 1)
-    if a.cmd == "report": return report(Path(a.args[0]), Path(a.args[1]))
-    if a.cmd == "pack": return pack(Path(a.args[0]), Path(a.args[1]))
-    if a.cmd == "pack-runs": return pack_runs(Path(a.args[0]), Path(a.args[1]))
-    if a.cmd == "unpack": return unpack(Path(a.args[0]), Path(a.args[1]))
-    if a.cmd == "train":
-        arm, runs = a.args
-        return train(arm, Path(runs) / arm, _model_path(a), a.deadline_s, config=arm_config(arm, over), overrides=over,
-                     base_file=None if a.no_eval else Path(runs) / reference(arm) / "heldout_draws.parquet", dtype=a.dtype or arm_dtype(arm),
-                     stop_at=a.stop_at)
-    if a.cmd == "base": return base_eval(Path(a.args[0]), _model_path(a))
-    if a.cmd == "base-fp32": return base_eval(Path(a.args[0]), _model_path(a), "base_fp32")
-    if a.cmd == "rollouts": return rollouts(Path(a.args[0]), _model_path(a))
-    if a.cmd == "train-bc": return train_bc(a.args[0], Path(a.args[1]), _model_path(a), over, deadline_s=a.deadline_s)
-    if a.cmd == "chain-check":
-        return sys.exit(0 if chain_check(Path(a.args[0]), _model_path(a), a.steps, a.split_at, sets=a.set, deterministic=a.deterministic) else 1)
-    if a.cmd == "_train_small":  # one process of the chain check
-        from dataclasses import replace
-        if a.deterministic:  # before CUDA starts: cuBLAS reads its workspace setting once
-            import torch
-            os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8"); torch.use_deterministic_algorithms(True)
-        arm, run_dir = a.args
-        cfg = arm_config(arm, over)
-        cfg = replace(cfg, loop=replace(cfg.loop, steps=a.steps, checkpoint_every=a.steps + 1))
-        return train(arm, Path(run_dir), a.model, math.inf, config=cfg, stop_at=a.stop_at, overrides=over)
+    return COMMANDS[a.cmd](a, over)
