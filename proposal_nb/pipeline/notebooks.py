@@ -4,7 +4,7 @@
 
 # %% ../../nbs/39_pipeline.ipynb #h1
 from __future__ import annotations
-import ast
+import ast, os, tomllib
 from pathlib import Path
 from typing import Sequence
 import nbformat
@@ -13,13 +13,22 @@ from ..results import CONFIG, failed_attempt, mark_failed
 from .console import _one_line, _rel, output_to
 
 # %% auto #0
-__all__ = ['REPO', 'RUNS', 'PATH_PARAMETERS', 'parameters_index', 'holds_run', 'run_notebook', 'load_params',
+__all__ = ['REPO', 'RUNS', 'PATH_PARAMETERS', 'runs_folder', 'parameters_index', 'holds_run', 'run_notebook', 'load_params',
            'declared_parameters', 'parameter_types', 'coerce_parameters', 'check_parameters', 'absolute_paths',
            'run_experiment', 'parameter_defaults', 'resolve_notebook']
 
 # %% ../../nbs/39_pipeline.ipynb #n005
 REPO = Path(proposal_nb.__file__).resolve().parents[1]
-RUNS = REPO / "nbs" / "runs"
+
+def runs_folder(repo:Path=REPO, # the checkout
+               )->Path: # the folder of the run notebooks
+    "Where the run notebooks are: `$PROPOSAL_NB_RUNS`, else `runs/` in the notebooks folder of nbdev's settings (pyproject.toml, [tool.nbdev] nbs_path)."
+    if os.environ.get("PROPOSAL_NB_RUNS"): return Path(os.environ["PROPOSAL_NB_RUNS"]).expanduser().resolve()
+    cfg = repo / "pyproject.toml"
+    nbs = tomllib.loads(cfg.read_text()).get("tool", {}).get("nbdev", {}).get("nbs_path", "nbs") if cfg.exists() else "nbs"
+    return repo / nbs / "runs"
+
+RUNS = runs_folder()
 
 def parameters_index(nb:nbformat.NotebookNode, # a notebook read with nbformat
                     )->int: # the index of its `parameters` cell
