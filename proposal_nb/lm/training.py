@@ -27,8 +27,8 @@ from .rollouts import PotentialFn, prompt_texts, text_hash, adapter_state, load_
 # %% auto #0
 __all__ = ['EXTENDABLE', 'LEGACY_LOOP', 'LOOP_SINCE_36', 'IDENTITY_FLOOR', 'TIMING', 'LoopConfig', 'EstimatorConfig',
            'NormalizerSettings', 'PriorSettings', 'OnlineConfig', 'online_config', 'step_seed', 'step_prompts',
-           'adam_moment_norm', 'global_field', 'global_visit', 'RunHooks', 'OnlineRun', 'WeightIdentityError',
-           'same_run']
+           'adam_moment_norm', 'global_field', 'global_visit', 'RunHooks', 'OnlineRun', 'Callback', 'SavePoints',
+           'Evaluate', 'Deadline', 'WeightIdentityError', 'same_run']
 
 # %% ../../nbs/27_training.ipynb #c007
 @dataclass
@@ -527,23 +527,65 @@ def _write_tables(self:OnlineRun):
     pd.DataFrame(self.log).to_parquet(self.dir / "log.parquet")
     pd.DataFrame(self.draws).to_parquet(self.dir / "draws.parquet")
 
-def _train(self:OnlineRun, progress:bool=True, stop_after:int|None=None)->pd.DataFrame:
-    "Run to `loop.steps` (or `stop_after` more steps), checkpointing every `checkpoint_every` steps."
+OnlineRun._log_row, OnlineRun._draw_rows, OnlineRun.write_tables = _log_row, _draw_rows, _write_tables
+
+# %% ../../nbs/27_training.ipynb #cb01
+class Callback:
+    "A hook into `OnlineRun.train`; `after_step` returns True to stop the loop after this step."
+    def before_train(self, run): pass
+    def after_step(self, run, row:dict, seconds:float)->bool|None: pass
+    def after_train(self, run): pass
+
+class SavePoints(Callback):
+    "Checkpoint at `steps` (None: every `checkpoint_every` steps and the last), the reverse identity first when the run has held-out prompts; `final`: also where the loop stopped."
+    def __init__(self, steps=None, final:bool=False): self.steps, self.final = None if steps is None else set(steps), final
+    def due(self, run)->bool:
+        L = run.cfg.loop
+        return run.step in self.steps if self.steps is not None else run.step % L.checkpoint_every == 0 or run.step == L.steps
+    def after_step(self, run, row, seconds):
+        if not self.due(run): return
+        if run.heldout: run.reverse_identity()
+        run.save()
+    def after_train(self, run):
+        ck = run.checkpoint_dirs()
+        if self.final and (not ck or ck[-1].name != f"step-{run.step}"): run.save()
+
+class Evaluate(Callback):
+    "Call `fn(run)` after each step in `steps` (after the checkpoints of callbacks before it), keeping what it returns in `results`."
+    def __init__(self, fn, steps): self.fn, self.steps, self.results = fn, set(steps), []
+    def after_step(self, run, row, seconds):
+        if run.step in self.steps: self.results.append(self.fn(run))
+
+class Deadline(Callback):
+    """Stop when the next step might end past `seconds` after `start` (default: when training starts): 1.5 x the slowest
+    of the last three steps, plus `extra(next_step)` seconds of work due after it. `step_s` keeps every step's seconds."""
+    def __init__(self, seconds:float, start:float|None=None, extra=lambda step: 0.0, clock=time.time):
+        self.seconds, self.start, self.extra, self.clock, self.step_s = seconds, start, extra, clock, []
+    def before_train(self, run): self.start = self.clock() if self.start is None else self.start
+    def after_step(self, run, row, seconds):
+        self.step_s.append(seconds)
+        return self.clock() - self.start + 1.5 * max(self.step_s[-3:]) + self.extra(run.step + 1) > self.seconds
+
+def _train(self:OnlineRun, progress:bool=True, stop_after:int|None=None, callbacks=None)->pd.DataFrame:
+    "Run to `loop.steps` (or `stop_after` more steps) with `callbacks` around the steps (None: `[SavePoints()]`)."
     L = self.cfg.loop
-    todo = L.steps - self.step if stop_after is None else min(stop_after, L.steps - self.step)
+    cbs = [SavePoints()] if callbacks is None else list(callbacks)
+    todo = L.steps - self.step if stop_after is None else max(0, min(stop_after, L.steps - self.step))
     bar = tqdm(total=L.steps, initial=self.step, disable=not progress or not self.is_main, desc=f"{self.cfg.estimator.name} train ({self.engine.name})")
+    for cb in cbs: cb.before_train(self)
     for _ in range(todo):
+        t = time.time()
         row = self.train_step()
         if self.is_main: self.write_tables()
-        if self.step % L.checkpoint_every == 0 or self.step == L.steps:
-            if self.heldout: self.reverse_identity()
-            self.save()
+        seconds = time.time() - t
         bar.update(1); bar.set_postfix(loss=f"{row['loss']:.3f}", valid=f"{row['validity']:.2f}")
+        if any([cb.after_step(self, row, seconds) for cb in cbs]): break   # a list: every callback sees the step
     bar.close()
+    for cb in cbs: cb.after_train(self)
     if self.is_main: self.warn_weights()
     return pd.DataFrame(self.log)
 
-OnlineRun._log_row, OnlineRun._draw_rows, OnlineRun.write_tables, OnlineRun.train = _log_row, _draw_rows, _write_tables, _train
+OnlineRun.train = _train
 
 # %% ../../nbs/27_training.ipynb #c025x
 def _warn_weights(self:OnlineRun, z_max:float=4.0, min_draws:int=200):

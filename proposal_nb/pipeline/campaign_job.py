@@ -242,23 +242,16 @@ def train(arm:str, run_dir:Path, model_path:str, deadline_s:float, config=None, 
           base_file:Path|None=None, dtype:str|None=None)->dict:
     "Train until the arm's step budget, `stop_at`, or the deadline; checkpoint (and evaluate) at log-spaced steps."
     from proposal_nb.lm.models import model_dtype
+    from proposal_nb.lm.training import Deadline, Evaluate, SavePoints
     t0 = time.time()
     run, ex = open_run(arm, run_dir, model_path, config, dtype)
     start, L = run.step, run.cfg.loop
     marks, end = set(log_steps(L.steps)), min(L.steps, stop_at or L.steps)
-    t_steps, evals = [], []
-    try:
-        while run.step < end:
-            ts = time.time()
-            run.train(progress=False, stop_after=1)
-            t_steps.append(time.time() - ts)
-            if run.step in marks:
-                run.save()
-                if base_file is not None: evals.append(checkpoint_eval(run, base_file, ex, train_potential(arm)))
-            if time.time() - t0 + 1.5 * max(t_steps[-3:]) + (60 if (run.step + 1) in marks else 0) > deadline_s: break
-        if not run.checkpoint_dirs() or run.checkpoint_dirs()[-1].name != f"step-{run.step}": run.save()
-    finally:
-        ex.__exit__(None, None, None)
+    evals = Evaluate(lambda r: checkpoint_eval(r, base_file, ex, train_potential(arm)), marks if base_file is not None else ())
+    clock = Deadline(deadline_s, start=t0, extra=lambda step: 60 if step in marks else 0)   # a checkpoint's evaluation: about 60 s
+    try: run.train(progress=False, stop_after=end - run.step, callbacks=[SavePoints(marks, final=True), evals, clock])
+    finally: ex.__exit__(None, None, None)
+    t_steps, evals = clock.step_s, evals.results
     job = dict(arm=arm, start_step=start, end_step=run.step, steps=L.steps, wall_s=round(time.time() - t0, 1),
                step_s_mean=round(sum(t_steps) / max(1, len(t_steps)), 3), train_s=round(sum(t_steps), 1),
                eval_s=round(sum(e["eval_s"] for e in evals), 1), samples=(run.step - start) * L.M * L.prompts_per_step,
