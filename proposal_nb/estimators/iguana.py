@@ -17,6 +17,7 @@ __all__ = ['IguanaConfig', 'IguanaInfo', 'clip_level', 'coefficients', 'loss', '
 # %% ../../nbs/12_iguana.ipynb #c005
 class IguanaConfig(NamedTuple):
     "Options of the IGUANA estimator."
+    # defaults = RECIPES["many_prompts"].iguana (17_estimators)
     clip: float|None = None       # relative clip c: weights capped at c·Ẑ(x); None (the default since issue 22): no clip
     clip_floor: float|None = None # the clip level is max(c·Ẑ(x), clip_floor): a weight ≤ clip_floor is never cut; None: c·Ẑ(x)
     baseline: str = "zhat"        # "zhat" (normaliser's capped b), "batch_mean" or "none"

@@ -18,6 +18,7 @@ __all__ = ['NormalizerConfig', 'NormalizerState', 'Estimate', 'init', 'estimate'
 # %% ../../nbs/11_normalizer.ipynb #c005
 class NormalizerConfig(NamedTuple):
     "How Ẑ(x) is formed and guarded."
+    # defaults = RECIPES["many_prompts"].normalizer (17_estimators)
     kind: str = "eb"                 # "eb" (prior fitted to the pool; the default since issue 22), "shrinkage" (fixed n0) or "mean"
     n0: float = 100.0                # prompt-level prior strength (shrinkage); the largest fitted strength κ (eb)
     m0: float = 50.0                 # pool-level prior strength (shrinkage)

@@ -14,9 +14,9 @@ from .normalizer import NormalizerConfig, NormalizerState
 from .iguana import IguanaConfig
 
 # %% auto #0
-__all__ = ['ESTIMATORS', 'PUBLISHED_RECIPE', 'Visit', 'Rollouts', 'check_visit', 'Estimator', 'no_references', 'tensor_io',
+__all__ = ['ESTIMATORS', 'RECIPES', 'Visit', 'Rollouts', 'check_visit', 'Estimator', 'no_references', 'tensor_io',
            'iguana_summary', 'iguana_estimator', 'msc_summary', 'msc_references', 'msc_estimator', 'BCState',
-           'bc_summary', 'bc_init', 'bc_estimator', 'make']
+           'bc_summary', 'bc_init', 'bc_estimator', 'make', 'Recipe']
 
 # %% ../../nbs/17_estimators.ipynb #c006
 class Visit(NamedTuple):
@@ -171,6 +171,22 @@ def make(name:str, # one of ESTIMATORS: "iguana", "msc", "rb-msc", "bc"
     return ESTIMATORS[name](iguana, normalizer)
 
 # %% ../../nbs/17_estimators.ipynb #c027
-PUBLISHED_RECIPE = dict(
-    iguana=IguanaConfig(clip=None, clip_floor=None, baseline="zhat", kl_beta=0.0, skip_invalid=False, length_norm=False, ceiling=1e6),
-    normalizer=NormalizerConfig(kind="eb", n0=100.0, m0=50.0, mu0=0.5, fold_clip=10.0, baseline_cap=1.0, fold_floor=1.0))
+class Recipe(NamedTuple):
+    "A named estimator configuration and the published run behind it."
+    iguana: IguanaConfig
+    normalizer: NormalizerConfig
+    evidence: str
+
+_PILOT_NORMALIZER = NormalizerConfig(kind="shrinkage", n0=100.0, m0=50.0, mu0=0.5, fold_clip=10.0, baseline_cap=1.0, fold_floor=None)
+RECIPES = dict(
+    many_prompts=Recipe(
+        IguanaConfig(clip=None, clip_floor=None, baseline="zhat", kl_beta=0.0, skip_invalid=False, length_norm=False, ceiling=1e6),
+        NormalizerConfig(kind="eb", n0=100.0, m0=50.0, mu0=0.5, fold_clip=10.0, baseline_cap=1.0, fold_floor=1.0),
+        "published/cpu_many_prompts_noclip: passed on fresh seeds 24-35; a toy task, never an LM"),
+    h200_pilot=Recipe(
+        IguanaConfig(clip=10.0, clip_floor=None, baseline="zhat", kl_beta=0.0, skip_invalid=False, length_norm=False, ceiling=1e6),
+        _PILOT_NORMALIZER, "published/h200_iguana: 10 steps x 2 prompts (fold_clip = clip = 10)"),
+    campaign=Recipe(
+        IguanaConfig(clip=3.0, clip_floor=None, baseline="zhat", kl_beta=0.0, skip_invalid=False, length_norm=False, ceiling=1e6),
+        _PILOT_NORMALIZER, "published/campaign_iguana (and _kl, _fp32, _strict) and h200_exact_weights: 250 steps x 8 prompts x M 10"))
+
