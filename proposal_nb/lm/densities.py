@@ -10,68 +10,13 @@ from collections.abc import Sequence
 
 import torch
 import torch.nn.functional as F
+from ..config import DecodingConfig, SCORING_MODES
+
 
 # %% auto #0
-__all__ = ['SCORING_MODES', 'DecodingConfig', 'pack', 'seen_masks', 'completion_logits', 'completion_token_logprobs',
-           'completion_logprobs', 'enumerate_completions', 'score_pq', 'pack_rows', 'packed_token_logprobs',
-           'score_tokens', 'fixed_shape_token_logprobs', 'prior_token_logprobs']
-
-# %% ../../nbs/24_densities.ipynb #c005
-@dataclass(frozen=True)
-class DecodingConfig:
-    "A decoding config, read as the distribution it samples from."
-    temperature:float=1.0 # 0 means greedy (a point mass: no importance weight is defined)
-    top_k:int=0 # keep the k largest logits (ties kept); 0 = off
-    top_p:float=1.0 # nucleus mass; 1 = off
-    min_p:float=0.0 # drop tokens with probability < min_p * max probability; 0 = off
-    repetition_penalty:float=1.0 # penalise tokens seen in the prompt or completion; 1 = off
-
-    def __post_init__(self):
-        if self.temperature < 0: raise ValueError(f"temperature must be >= 0, got {self.temperature}")
-        if not 0 < self.top_p <= 1: raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
-        if not 0 <= self.min_p <= 1: raise ValueError(f"min_p must be in [0, 1], got {self.min_p}")
-        if self.top_k < 0: raise ValueError(f"top_k must be >= 0, got {self.top_k}")
-        if self.repetition_penalty <= 0: raise ValueError(f"repetition_penalty must be > 0, got {self.repetition_penalty}")
-
-    @property
-    def greedy(self)->bool: return self.temperature == 0
-    @property
-    def truncates(self)->bool:
-        "Whether some tokens get probability 0 (the kept set is not the whole vocabulary)."
-        return self.greedy or self.top_k > 0 or self.top_p < 1 or self.min_p > 0
-    @property
-    def is_plain(self)->bool:
-        "Untruncated T = 1 with no penalty: the model's own distribution."
-        return self.temperature == 1 and not self.truncates and self.repetition_penalty == 1
-
-    def logprobs(self, logits:torch.Tensor, # [..., V] raw next-token logits
-                 seen:torch.Tensor|None=None, # [..., V] bool: tokens already in prompt or completion
-                 tol:float=0.0, # boundary tolerance, in each threshold's own units
-                )->torch.Tensor: # [..., V] log-probs over the kept set, -inf outside
-        "Per-step log-probs of this config over the kept set, in the serving engine's order."
-        shape = logits.shape
-        x = logits.reshape(-1, shape[-1]).float()
-        if self.repetition_penalty != 1 and seen is not None:
-            s = seen.reshape(x.shape)
-            rho = self.repetition_penalty
-            x = torch.where(s, torch.where(x > 0, x / rho, x * rho), x)   # keeps x's dtype (a scalar tensor would take the default dtype)
-        if self.greedy:
-            out = torch.full_like(x, -math.inf)
-            out.scatter_(-1, x.argmax(-1, keepdim=True), 0.0)
-            return out.reshape(shape)
-        if self.temperature != 1: x = x / self.temperature
-        if self.min_p > 0:
-            pr = x.softmax(-1)
-            x = x.masked_fill(pr < pr.amax(-1, keepdim=True) * self.min_p - tol, -math.inf)
-        if 0 < self.top_k < x.shape[-1]:
-            kth = x.topk(self.top_k, dim=-1).values[:, -1:]
-            x = x.masked_fill(x < kth - tol, -math.inf)
-        if self.top_p < 1:
-            xs, idx = x.sort(-1, descending=False)
-            drop = xs.softmax(-1).cumsum(-1) <= 1 - self.top_p - tol
-            drop[:, -1] = False
-            x = x.scatter(-1, idx, xs.masked_fill(drop, -math.inf))
-        return x.log_softmax(-1).reshape(shape)
+__all__ = ['pack', 'seen_masks', 'completion_logits', 'completion_token_logprobs', 'completion_logprobs', 'enumerate_completions',
+           'score_pq', 'pack_rows', 'packed_token_logprobs', 'score_tokens', 'fixed_shape_token_logprobs',
+           'prior_token_logprobs']
 
 # %% ../../nbs/24_densities.ipynb #c015
 def _as_lists(ids)->list[list[int]]:
@@ -290,8 +235,6 @@ def score_tokens(peft_model, # a PeftModel: adapter on = q, off = p
     return score_pq(peft_model, prompt_ids, completion_ids, prior_config, proposal_config, nucleus, batch_size=batch_size, per_token=True)
 
 # %% ../../nbs/24_densities.ipynb #c040
-SCORING_MODES = ("model", "fp32_prior", "fixed_shape")
-
 def fixed_shape_token_logprobs(model, # a causal LM or PeftModel (scored as it is: disable the adapter for p)
                                prompt_ids:Sequence[Sequence[int]], # token ids of each prompt
                                completion_ids:Sequence[Sequence[int]], # token ids of each completion (≥ 1 token)

@@ -16,7 +16,8 @@ from ..estimators.weights import weight_identity, sampler_logq, identity_sums, w
 from ..estimators.iguana import IguanaConfig
 from ..estimators.normalizer import NormalizerConfig
 from ..programs.tasks import Task
-from .densities import DecodingConfig, score_tokens, prior_token_logprobs, SCORING_MODES
+from ..config import LoopConfig, DecodingConfig, SCORING_MODES
+from .densities import score_tokens, prior_token_logprobs
 from .generation import row_keys
 from .engines import make_engine, check_weights, own_logprobs
 from .models import model_dtype, exact_defaults, prior_copy
@@ -25,37 +26,12 @@ from ..results import checkpoint_parts
 from .rollouts import PotentialFn, prompt_texts, text_hash, adapter_state, load_adapter_state, resolve_scoring
 
 # %% auto #0
-__all__ = ['EXTENDABLE', 'LEGACY_LOOP', 'LOOP_SINCE_36', 'IDENTITY_FLOOR', 'TIMING', 'LoopConfig', 'EstimatorConfig',
-           'NormalizerSettings', 'PriorSettings', 'OnlineConfig', 'online_config', 'step_seed', 'step_prompts',
-           'adam_moment_norm', 'global_field', 'global_visit', 'RunHooks', 'OnlineRun', 'Callback', 'SavePoints',
-           'Evaluate', 'Deadline', 'WeightIdentityError', 'same_run']
+__all__ = ['EXTENDABLE', 'LEGACY_LOOP', 'LOOP_SINCE_36', 'IDENTITY_FLOOR', 'TIMING', 'EstimatorConfig', 'NormalizerSettings',
+           'PriorSettings', 'OnlineConfig', 'online_config', 'step_seed', 'step_prompts', 'adam_moment_norm',
+           'global_field', 'global_visit', 'RunHooks', 'OnlineRun', 'Callback', 'SavePoints', 'Evaluate', 'Deadline',
+           'WeightIdentityError', 'same_run']
 
 # %% ../../nbs/27_training.ipynb #c007
-@dataclass
-class LoopConfig:
-    "How the online loop runs."
-    M: int = 10                   # draws per visit
-    prompts_per_step: int = 1     # visits per step (distinct prompts)
-    steps: int = 100              # optimizer steps
-    lr: float = 1e-5              # Adam learning rate (no weight decay, no warm-up)
-    grad_clip: float = 1.0        # gradient-norm clip
-    max_new_tokens: int = 256     # completion cap (the run notebooks' default; tests/test_project.py checks they agree)
-    checkpoint_every: int = 250   # steps between checkpoints (the last step is always saved)
-    seed: int = 42                # seeds data order, draws (per row) and selections
-    ema_beta: float = 0.999       # decay of the gradient-EMA diagnostic
-    engine: str = "auto"          # sampling engine: auto, fast, vllm, hf (see engines.ENGINES)
-    compile: bool = False         # fast engine: torch.compile the decode layer
-    gen_batch: int = 32           # hf engine: rows per generate call
-    score_batch: int = 8          # rows per forward of the padded scoring path (truncated prior / nucleus)
-    score_rows: int|None = None   # rows per backward chunk, gradients accumulated (see "Chunked scoring"); None: all at once
-    check_weights: bool = True    # compare the sampler's and the scorer's log-probs every step; stop beyond tolerance
-    weights: str = "sampler"      # q in every weight: 'sampler' (the engine's own log-probs: exact in any dtype) or 'scorer' (the trainer's log q: exact in float32 only)
-    scoring: str = "auto"         # how log p is scored: auto (models.exact_defaults), model, fp32_prior, fixed_shape (densities.SCORING_MODES)
-    identity_window: int = 25     # steps per window of the E_q[p/q] = 1 check
-    identity_z: float = 3.0       # a window is out when its mean lies outside [1 − z·SE, 1 + z·SE]
-    identity_stop: bool = True    # stop the run when two windows in a row are out
-    reverse_draws: int = 8        # draws per held-out prompt from the prior for the reverse check E_p[q/p] = 1 (when the run has held-out tasks)
-
 @dataclass
 class EstimatorConfig:
     "The estimator and IGUANA's options (the other estimators ignore them)."
