@@ -48,7 +48,7 @@ def run(a):
     dist_run = "RANK" in os.environ                              # under torchrun (any world size): DDP or FSDP2
     world = 1
     if dist_run:
-        from proposal_nb.lm.distributed import DistributedOnlineRun, init_from_env
+        from proposal_nb.lm.distributed import init_from_env, strategy_class
         rank, world, device = init_from_env()
     else: rank, device = 0, "cuda:0" if torch.cuda.is_available() else "cpu"
     cuda = device.startswith("cuda")
@@ -59,7 +59,7 @@ def run(a):
                         lr=1e-4, max_new_tokens=a.new_tokens, checkpoint_every=10**6, seed=42,
                         score_rows=a.score_rows or None)
     args = (pm, tok, tasks, parity, cfg, out / "run")
-    run = DistributedOnlineRun(*args, strategy=a.strategy, resume=False) if dist_run else OnlineRun(*args, resume=False)
+    run = strategy_class(a.strategy)(*args, resume=False) if dist_run else OnlineRun(*args, resume=False)
     build_s = time.perf_counter() - t0
     if cuda: torch.cuda.synchronize(); torch.cuda.reset_peak_memory_stats()
     after_build_gb = torch.cuda.memory_allocated() / 2**30 if cuda else 0.0
@@ -219,7 +219,7 @@ def publish(a, out:Path, folder:Path):
              "--fsdp-score-rows", a.fsdp_score_rows]
     cfg = dict(kind="bench_multi_gpu", suite=names,
                status="complete" if not missing else f"PARTIAL: no result for {missing} (see runs/*.error.txt)",
-               description="scripts/bench_multi_gpu.py suite: the real online loop (OnlineRun / DistributedOnlineRun, IGUANA, engine 'fast', "
+               description="scripts/bench_multi_gpu.py suite: the real online loop (OnlineRun / DDPOnlineRun / FSDPOnlineRun, IGUANA, engine 'fast', "
                            "bf16, LoRA r=8 on q/k/v/o, random-init Qwen2 shapes, fixed-length completions) with chunked scoring "
                            "(loop.score_rows); samples/s = rows per step / step wall time, the first step (graph capture) left out",
                machine=f"{first.get('machine', '?')} × {first.get('world', a.gpus) if 'g2_ddp' not in runs else runs['g2_ddp']['world']}; torch {first.get('torch', '?')}",

@@ -30,9 +30,9 @@ def main(run_dir, estimator="iguana", steps=4):
                         checkpoint_every=2, engine=env("ENGINE", "auto"),
                         score_rows=int(env("SCORE_ROWS")) if env("SCORE_ROWS") else None)
     if "WORLD_SIZE" in os.environ:
-        from proposal_nb.lm.distributed import DistributedOnlineRun, init_from_env
+        from proposal_nb.lm.distributed import init_from_env, strategy_class
         init_from_env()
-        run = DistributedOnlineRun(model, tok, tasks, has_a, cfg, run_dir, strategy=env("STRATEGY", "ddp"))
+        run = strategy_class(env("STRATEGY", "ddp"))(model, tok, tasks, has_a, cfg, run_dir)
         run.train(progress=False)
         torch.distributed.barrier()      # every rank done before any tears down (a rank once aborted in teardown: gloo's
         del run                          # "terminate called without an active exception"); DDP's reducer goes before the group

@@ -14,7 +14,8 @@ from .engines import make_engine, pick_engine
 from .training import OnlineRun
 
 # %% auto #0
-__all__ = ['STRATEGIES', 'init_from_env', 'shard_model', 'gathered', 'DistributedOnlineRun', 'online_run']
+__all__ = ['STRATEGIES', 'init_from_env', 'shard_model', 'gathered', 'DistributedOnlineRun', 'DDPOnlineRun', 'FSDPOnlineRun',
+           'strategy_class', 'online_run']
 
 # %% ../../nbs/29_distributed.ipynb #c005
 def init_from_env(backend:str|None=None, # nccl, gloo, or None: nccl where this process sees a GPU, else gloo
@@ -67,8 +68,6 @@ def gathered(modules:list, # FSDP modules (from shard_model)
         for m in modules: m.reshard(); m.set_reshard_after_forward(True)
 
 # %% ../../nbs/29_distributed.ipynb #c009
-STRATEGIES = ("ddp", "fsdp")
-
 class _Scorer(torch.nn.Module):
     "One step's scoring pass as one module call (DDP hooks the backward of its wrapped module's forward)."
     def __init__(self, run:OnlineRun): super().__init__(); self.model, self._run = run.model, [run]   # a list: not a submodule
@@ -86,32 +85,23 @@ class _ShardedEngine:
 
 # %% ../../nbs/29_distributed.ipynb #c010
 class DistributedOnlineRun(OnlineRun):
-    "An OnlineRun whose step is shared by the processes of the default torch.distributed group (DDP or FSDP2)."
+    "An OnlineRun whose step is shared by the processes of the default torch.distributed group; `DDPOnlineRun` and `FSDPOnlineRun` say how the model is shared."
+    strategy = None
     def __init__(self, model, tokenizer, tasks, potential, config, run_dir,
-                 strategy:str="ddp", # ddp: a replica per rank, gradients all-reduced; fsdp: weights sharded with FSDP2
                  **kwargs): # OnlineRun's: resume, engine, base_path
-        if not dist.is_initialized(): raise RuntimeError("DistributedOnlineRun needs an initialised process group (see init_from_env)")
-        if strategy not in STRATEGIES: raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
-        self.rank, self.world, self.strategy, L = dist.get_rank(), dist.get_world_size(), strategy, config.loop
+        if self.strategy is None: raise TypeError("DistributedOnlineRun is the common part: use DDPOnlineRun or FSDPOnlineRun (strategy_class(name))")
+        if not dist.is_initialized(): raise RuntimeError(f"{type(self).__name__} needs an initialised process group (see init_from_env)")
+        self.rank, self.world, L = dist.get_rank(), dist.get_world_size(), config.loop
         if L.prompts_per_step < self.world:
             raise ValueError(f"loop.prompts_per_step={L.prompts_per_step} is less than the {self.world} processes: every rank needs "
                              f"a prompt each step (raise prompts_per_step to ≥ {self.world} or start fewer ranks)")
         if L.engine == "vllm":
             raise ValueError("engine='vllm' draws with the engine's own seed, so its draws depend on the sharding: use engine='fast' or 'hf'")
         if dist.get_backend() == "nccl": model.to(f"cuda:{torch.cuda.current_device()}")   # one GPU per rank
-        if strategy == "fsdp":
-            if config.prior.nucleus or not config.prior.decoding().is_plain:
-                raise ValueError("strategy='fsdp' needs the packed scorer (a plain prior config, nucleus off): the padded scorer's "
-                                 "number of forward passes differs between ranks, and FSDP's gathers must match; use strategy='ddp'")
-            self._fsdp = shard_model(model)
-            named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
-            self._names, self._shards = [n for n, _ in named], [p for _, p in named]
-            self._masters = [p.full_tensor().detach().clone().requires_grad_() for p in self._shards]
+        self.share(model, config)
         super().__init__(model, tokenizer, tasks, potential, config, run_dir, **kwargs)
-        if strategy == "ddp":
-            ids = [torch.cuda.current_device()] if dist.get_backend() == "nccl" else None
-            self._ddp = DistributedDataParallel(_Scorer(self), device_ids=ids)
 
+    def share(self, model, config): "Prepare the model before the run is built (FSDP: shard it)."
     def shard(self, ids): return ids[self.rank::self.world]
 
     def gather(self, obj):
@@ -127,79 +117,95 @@ class DistributedOnlineRun(OnlineRun):
         dist.barrier()
         return d
 
+    def backward(self, loss, lq):
+        "K·loss (DDP and FSDP average over the K ranks), anchored to this rank's rows so that every rank runs its backward."
+        total = (loss * self.world if loss.requires_grad else loss.detach()) + (0 * lq.sum() if lq.requires_grad else 0)
+        if torch.is_tensor(total) and total.requires_grad: total.backward()
+
+class DDPOnlineRun(DistributedOnlineRun):
+    "A replica of the model on every rank; one step's scoring pass is a DDP module call, so the LoRA gradients are all-reduced."
+    strategy = "ddp"
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._ddp = DistributedDataParallel(_Scorer(self), device_ids=[torch.cuda.current_device()] if dist.get_backend() == "nccl" else None)
+    def score_rows(self, P, C, prior:bool=True): return self._ddp(P, C, prior)
+    def syncing(self, last:bool):
+        "Chunks before the last accumulate locally (`no_sync`); the last all-reduces the sum."
+        return nullcontext() if last else self._ddp.no_sync()
+
 # %% ../../nbs/29_distributed.ipynb #c011
-def _trainable(self:DistributedOnlineRun, model):
-    return self._masters if self.strategy == "fsdp" else OnlineRun.trainable(self, model)
+class FSDPOnlineRun(DistributedOnlineRun):
+    "The weights sharded with FSDP2; the LoRA adapter trained as a float32 copy on every rank, pushed into the shards after each update."
+    strategy = "fsdp"
+    def share(self, model, config):
+        if config.prior.nucleus or not config.prior.decoding().is_plain:
+            raise ValueError("strategy='fsdp' needs the packed scorer (a plain prior config, nucleus off): the padded scorer's "
+                             "number of forward passes differs between ranks, and FSDP's gathers must match; use strategy='ddp'")
+        self._fsdp = shard_model(model)
+        named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+        self._names, self._shards = [n for n, _ in named], [p for _, p in named]
+        self._masters = [p.full_tensor().detach().clone().requires_grad_() for p in self._shards]
 
-def _build_engine(self:DistributedOnlineRun, name, model, *args, **kw):
-    "DDP: the single-process engine. FSDP: built on the gathered weights, wrapped to gather (and recapture) per draw."
-    pick = lambda: pick_engine(model, nucleus=kw.get("nucleus_of") is not None)       # no base_path: 'auto' never picks vllm here
-    if self.strategy != "fsdp": return make_engine(pick() if name == "auto" else name, model, *args, **kw)
-    with gathered(self._fsdp):
-        if name == "auto": name = pick()
-        inner = make_engine(name, model, *args, **kw)
-    return _ShardedEngine(inner, self._fsdp, self._push)
+    def trainable(self, model): return self._masters
 
-def _score_rows(self:DistributedOnlineRun, P, C, prior:bool=True):
-    return self._ddp(P, C, prior) if self.strategy == "ddp" else OnlineRun.score_rows(self, P, C, prior)
+    def build_engine(self, name, model, *args, **kw):
+        "Built on the gathered weights, wrapped to gather (and recapture) per draw."
+        with gathered(self._fsdp):
+            if name == "auto": name = pick_engine(model, nucleus=kw.get("nucleus_of") is not None)   # no base_path: never vllm here
+            inner = make_engine(name, model, *args, **kw)
+        return _ShardedEngine(inner, self._fsdp, self._push)
 
-def _scoring_weights(self:DistributedOnlineRun):
-    "FSDP: the detached scoring pass runs on the gathered weights (no collective per pass, so shares may differ)."
-    return gathered(self._fsdp) if self.strategy == "fsdp" else nullcontext()
+    def scoring_weights(self):
+        "The detached scoring pass runs on the gathered weights (no collective per pass, so shares may differ)."
+        return gathered(self._fsdp)
 
-def _syncing(self:DistributedOnlineRun, last:bool):
-    "DDP: chunks before the last accumulate locally (`no_sync`); the last all-reduces the sum. FSDP2 reduces every chunk."
-    return self._ddp.no_sync() if self.strategy == "ddp" and not last else nullcontext()
-
-def _backward(self:DistributedOnlineRun, loss, lq):
-    "K·loss (DDP and FSDP average over the K ranks), anchored to this rank's rows so that every rank runs its backward."
-    total = (loss * self.world if loss.requires_grad else loss.detach()) + (0 * lq.sum() if lq.requires_grad else 0)
-    if torch.is_tensor(total) and total.requires_grad: total.backward()
-    if self.strategy == "fsdp":                        # the reduce-scattered shards → the full float32 gradient on every rank
+    def backward(self, loss, lq):
+        "The reduce-scattered shards → the full float32 gradient on every rank; FSDP2 reduces every chunk, and chunks of one step accumulate."
+        super().backward(loss, lq)
         for m, p in zip(self._masters, self._shards):
             g = torch.zeros_like(m) if p.grad is None else p.grad.full_tensor().to(m.dtype)
-            m.grad = g if m.grad is None else m.grad + g       # chunks of one step accumulate
+            m.grad = g if m.grad is None else m.grad + g
             p.grad = None
 
-@torch.no_grad()
-def _push(self:DistributedOnlineRun):
-    "Copy the float32 adapter into this rank's FSDP shards (dim-0 chunks, as fully_shard cuts them)."
-    for m, p in zip(self._masters, self._shards):
-        chunks = m.chunk(self.world, 0)
-        part, loc = chunks[self.rank] if self.rank < len(chunks) else m[:0], p.to_local()
-        if loc.shape != part.shape: raise RuntimeError(f"shard of {tuple(m.shape)} on rank {self.rank}: {tuple(loc.shape)}, expected {tuple(part.shape)}")
-        loc.copy_(part)
-
-DistributedOnlineRun.trainable, DistributedOnlineRun.build_engine = _trainable, _build_engine
-DistributedOnlineRun.score_rows, DistributedOnlineRun.backward, DistributedOnlineRun._push = _score_rows, _backward, _push
-DistributedOnlineRun.scoring_weights, DistributedOnlineRun.syncing = _scoring_weights, _syncing
+    @torch.no_grad()
+    def _push(self):
+        "Copy the float32 adapter into this rank's FSDP shards (dim-0 chunks, as fully_shard cuts them)."
+        for m, p in zip(self._masters, self._shards):
+            chunks = m.chunk(self.world, 0)
+            part, loc = chunks[self.rank] if self.rank < len(chunks) else m[:0], p.to_local()
+            if loc.shape != part.shape: raise RuntimeError(f"shard of {tuple(m.shape)} on rank {self.rank}: {tuple(loc.shape)}, expected {tuple(part.shape)}")
+            loc.copy_(part)
 
 # %% ../../nbs/29_distributed.ipynb #c012
-def _named_masters(self:DistributedOnlineRun)->dict: return dict(zip(self._names, self._masters))
+def _named_masters(self:FSDPOnlineRun)->dict: return dict(zip(self._names, self._masters))
 
-def _trained_state(self:DistributedOnlineRun)->dict:
-    if self.strategy != "fsdp": return OnlineRun.trained_state(self)
+def _trained_state(self:FSDPOnlineRun)->dict:
     from peft import get_peft_model_state_dict
     return {k: v.detach().clone() for k, v in get_peft_model_state_dict(self.model, state_dict=self._named_masters()).items()}
 
 @torch.no_grad()
-def _load_trained_state(self:DistributedOnlineRun, state:dict):
-    if self.strategy != "fsdp": return OnlineRun.load_trained_state(self, state)
+def _load_trained_state(self:FSDPOnlineRun, state:dict):
     from peft import get_peft_model_state_dict
     for k, m in get_peft_model_state_dict(self.model, state_dict=self._named_masters()).items(): m.copy_(state[k])   # the same tensors, peft keys
 
-def _save_adapter(self:DistributedOnlineRun, path):
-    if self.strategy != "fsdp": return OnlineRun.save_adapter(self, path)
-    self.model.save_pretrained(path, state_dict=self._named_masters())
+def _save_adapter(self:FSDPOnlineRun, path): self.model.save_pretrained(path, state_dict=self._named_masters())
 
-DistributedOnlineRun._named_masters, DistributedOnlineRun.trained_state = _named_masters, _trained_state
-DistributedOnlineRun.load_trained_state, DistributedOnlineRun.save_adapter = _load_trained_state, _save_adapter
+FSDPOnlineRun._named_masters, FSDPOnlineRun.trained_state = _named_masters, _trained_state
+FSDPOnlineRun.load_trained_state, FSDPOnlineRun.save_adapter = _load_trained_state, _save_adapter
+
+STRATEGIES = {"ddp": DDPOnlineRun, "fsdp": FSDPOnlineRun}   # strategy name -> the run class
+
+def strategy_class(name:str)->type:
+    "The run class of a strategy name (`ddp`, `fsdp`); an error naming the known ones otherwise."
+    if name not in STRATEGIES: raise ValueError(f"strategy must be one of {tuple(STRATEGIES)}, got {name!r}")
+    return STRATEGIES[name]
 
 def online_run(model, tokenizer, tasks, potential, config, run_dir,
-               strategy:str="ddp", # used when several processes run (see DistributedOnlineRun)
+               strategy:str="ddp", # used when several processes run: a key of STRATEGIES
                **kwargs)->OnlineRun:
-    "The run this process was started for: an OnlineRun alone, a DistributedOnlineRun under torchrun with several ranks."
+    "The run this process was started for: an OnlineRun alone, the strategy's distributed run under torchrun with several ranks."
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        cls = strategy_class(strategy)
         init_from_env()
-        return DistributedOnlineRun(model, tokenizer, tasks, potential, config, run_dir, strategy=strategy, **kwargs)
+        return cls(model, tokenizer, tasks, potential, config, run_dir, **kwargs)
     return OnlineRun(model, tokenizer, tasks, potential, config, run_dir, **kwargs)
