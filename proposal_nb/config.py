@@ -5,11 +5,15 @@
 # %% ../nbs/19_config.ipynb #g001
 from __future__ import annotations
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields, asdict, replace
 import torch
+from .estimators import registry as E
+from .estimators.iguana import IguanaConfig
+from .estimators.normalizer import NormalizerConfig
 
 # %% auto #0
-__all__ = ['ENGINE_NAMES', 'SCORING_MODES', 'DecodingConfig', 'LoopConfig']
+__all__ = ['ENGINE_NAMES', 'SCORING_MODES', 'LM_RECIPE', 'FLAT', 'LEGACY', 'LEGACY_SKIP', 'DecodingConfig', 'LoopConfig',
+           'OnlineConfig', 'from_flat', 'to_flat', 'online_config']
 
 # %% ../nbs/19_config.ipynb #g005
 ENGINE_NAMES = ("auto", "fast", "vllm", "hf")            # lm.engines.ENGINES (25a_engines checks they agree)
@@ -97,3 +101,95 @@ class LoopConfig:
     identity_z: float = 3.0       # a window is out when its mean lies outside [1 − z·SE, 1 + z·SE]
     identity_stop: bool = True    # stop the run when two windows in a row are out
     reverse_draws: int = 8        # draws per held-out prompt from the prior for the reverse check E_p[q/p] = 1 (when the run has held-out tasks)
+
+# %% ../nbs/19_config.ipynb #g013
+LM_RECIPE = "h200_pilot"   # the LM default (see above); RECIPES["campaign"] is the better-evidenced candidate
+
+@dataclass
+class OnlineConfig:
+    "Everything an online run depends on (saved as config.json and in every checkpoint)."
+    loop: LoopConfig = field(default_factory=LoopConfig)
+    estimator: str = "iguana"                                 # iguana, msc, rb-msc (MSC with M = 2 is the RB-MSC control)
+    iguana: IguanaConfig = E.RECIPES[LM_RECIPE].iguana        # IGUANA's options (msc ignores them)
+    normalizer: NormalizerConfig = E.RECIPES[LM_RECIPE].normalizer
+    prior: DecodingConfig = field(default_factory=DecodingConfig)   # the prior sampler's decoding config
+    nucleus: bool = False                                     # sample q restricted to the prior's kept set (hf engine)
+
+    def __post_init__(self): self.check()
+
+    def to_dict(self)->dict:
+        return dict(loop=asdict(self.loop), estimator=dict(name=self.estimator, **self.iguana._asdict()),
+                    normalizer=self.normalizer._asdict(), prior=dict(asdict(self.prior), nucleus=self.nucleus))
+
+    @classmethod
+    def from_dict(cls, d:dict)->"OnlineConfig":
+        "Build from the nested layout of `to_dict`; absent keys take the defaults, unknown keys raise by name."
+        parts = dict(loop={f.name for f in fields(LoopConfig)}, estimator={"name", *IguanaConfig._fields},
+                     normalizer=set(NormalizerConfig._fields), prior={*(f.name for f in fields(DecodingConfig)), "nucleus"})
+        if unknown := sorted(set(d) - set(parts)): raise ValueError(f"unknown OnlineConfig parts: {unknown}")
+        for k, v in d.items():
+            if unknown := sorted(set(v) - parts[k]): raise ValueError(f"unknown OnlineConfig.{k} keys: {unknown}")
+        e, pr, c = dict(d.get("estimator", {})), dict(d.get("prior", {})), cls()
+        return cls(LoopConfig(**d.get("loop", {})), e.pop("name", c.estimator), c.iguana._replace(**e),
+                   c.normalizer._replace(**d.get("normalizer", {})), DecodingConfig(**{k: v for k, v in pr.items() if k != "nucleus"}),
+                   pr.get("nucleus", c.nucleus))
+
+# %% ../nbs/19_config.ipynb #g014
+def _check(self:OnlineConfig):
+    "Raise on a value the online loop cannot run with."
+    l = self.loop
+    if self.estimator not in E.ESTIMATORS or E.make(self.estimator).source != "proposal":
+        raise ValueError(f"estimator must be one of {[k for k in E.ESTIMATORS if k != 'bc']} for an online run, got {self.estimator!r}")
+    for k, t in (("iguana", IguanaConfig), ("normalizer", NormalizerConfig), ("prior", DecodingConfig)):
+        if not isinstance(getattr(self, k), t): raise TypeError(f"{k} must be a {t.__name__}, got {type(getattr(self, k)).__name__}")
+    for k in ("M", "prompts_per_step", "steps", "max_new_tokens", "gen_batch", "score_batch", "checkpoint_every"):
+        if int(getattr(l, k)) < 1: raise ValueError(f"loop.{k} must be ≥ 1, got {getattr(l, k)}")
+    if l.score_rows is not None and (isinstance(l.score_rows, bool) or int(l.score_rows) != l.score_rows or l.score_rows < 1):
+        raise ValueError(f"loop.score_rows must be None (all rows at once) or an integer ≥ 1, got {l.score_rows!r}")
+    if l.lr <= 0 or l.grad_clip <= 0: raise ValueError("loop.lr and loop.grad_clip must be positive")
+    if not 0 <= l.ema_beta < 1: raise ValueError(f"loop.ema_beta must be in [0, 1), got {l.ema_beta}")
+    if l.engine not in ENGINE_NAMES: raise ValueError(f"unknown engine {l.engine!r}; use one of {', '.join(ENGINE_NAMES)}")
+    if l.weights not in ("sampler", "scorer"): raise ValueError(f"loop.weights must be 'sampler' or 'scorer', got {l.weights!r}")
+    if l.scoring not in ("auto",) + SCORING_MODES: raise ValueError(f"loop.scoring must be one of auto, {', '.join(SCORING_MODES)}; got {l.scoring!r}")
+    if int(l.identity_window) < 1 or not l.identity_z > 0 or int(l.reverse_draws) < 1:
+        raise ValueError(f"loop.identity_window and loop.reverse_draws must be ≥ 1 and loop.identity_z > 0, got {l.identity_window}, {l.reverse_draws}, {l.identity_z}")
+
+OnlineConfig.check = _check
+
+# %% ../nbs/19_config.ipynb #g017
+_ZERO_IS_NONE = {"score_rows", "clip", "clip_floor", "fold_clip", "fold_floor"}
+FLAT = {**{f.name: ("loop", f.name, f.name in _ZERO_IS_NONE) for f in fields(LoopConfig)}, "estimator": ("estimator", None, False),
+        **{k: ("iguana", k, k in _ZERO_IS_NONE) for k in IguanaConfig._fields},
+        **{("normalizer" if k == "kind" else k): ("normalizer", k, k in _ZERO_IS_NONE) for k in NormalizerConfig._fields},
+        **{"prior_" + f.name: ("prior", f.name, False) for f in fields(DecodingConfig)}, "nucleus": ("nucleus", None, False)}
+
+def from_flat(flat:dict, # flat name (FLAT) -> value
+              recipe:str=LM_RECIPE, # the estimator recipe (estimators.RECIPES) the flat values start from
+             )->OnlineConfig:
+    "An OnlineConfig from flat values, over a named recipe; unknown names raise."
+    if unknown := sorted(set(flat) - set(FLAT)): raise ValueError(f"unknown OnlineConfig keys: {unknown}")
+    r = E.RECIPES[recipe]
+    parts = dict(loop={}, iguana=r.iguana._asdict(), normalizer=r.normalizer._asdict(), prior={})
+    top = dict(estimator="iguana", nucleus=False)
+    for k, v in flat.items():
+        part, f, zero_none = FLAT[k]
+        if zero_none and v == 0: v = None
+        if f is None: top[part] = v
+        else: parts[part][f] = v
+    return OnlineConfig(LoopConfig(**parts["loop"]), top["estimator"], IguanaConfig(**parts["iguana"]),
+                        NormalizerConfig(**parts["normalizer"]), DecodingConfig(**parts["prior"]), top["nucleus"])
+
+def to_flat(c:OnlineConfig)->dict:
+    "The flat values of a config (from_flat's inverse)."
+    get = lambda part, f: getattr(c, part) if f is None else getattr(getattr(c, part), f)
+    return {k: (0 if z and get(p, f) is None else get(p, f)) for k, (p, f, z) in FLAT.items()}
+
+def online_config(**flat)->OnlineConfig:
+    "An OnlineConfig from flat keyword arguments over the LM recipe (`estimator='msc', M=4, fold_clip=10, engine='hf', …`)."
+    return from_flat(flat)
+
+# %% ../nbs/19_config.ipynb #g020
+LEGACY = {("loop", "weights"): "scorer", ("loop", "scoring"): "model",          # before issue 36: the trainer's log q, the model's log p
+          ("estimator", "clip_floor"): None, ("estimator", "ceiling"): 1e6,      # before the clip floor and the numerical ceiling
+          ("normalizer", "fold_floor"): None}                                     # before the fold floor: min(u, fold_clip·Ẑ)
+LEGACY_SKIP = (("loop", "identity_window"), ("loop", "identity_z"), ("loop", "identity_stop"), ("loop", "reverse_draws"))

@@ -13,8 +13,9 @@ pytestmark = pytest.mark.xdist_group("campaign_strict")   # one worker: its modu
 ROOT = Path(__file__).resolve().parents[1]
 from proposal_nb.pipeline import campaign_job as C  # noqa: E402
 
-# arm_config(arm).to_dict() of every existing arm before the strict pair was added (commit dc7886c), flattened
-IGUANA = {'estimator.baseline': 'zhat', 'estimator.clip': 3.0, 'estimator.kl_beta': 0.0, 'estimator.length_norm': False,
+# arm_config(arm).to_dict() of every existing arm before the strict pair was added (commit dc7886c), flattened;
+# estimator.clip_floor and estimator.ceiling were added to the saved layout later (one schema: IguanaConfig's fields, the values it always ran with)
+IGUANA = {'estimator.baseline': 'zhat', 'estimator.clip': 3.0, 'estimator.clip_floor': None, 'estimator.ceiling': 1e6, 'estimator.kl_beta': 0.0, 'estimator.length_norm': False,
           'estimator.name': 'iguana', 'estimator.skip_invalid': False, 'loop.M': 10, 'loop.check_weights': True,
           'loop.checkpoint_every': 251, 'loop.compile': False, 'loop.ema_beta': 0.999, 'loop.engine': 'fast', 'loop.gen_batch': 32,
           'loop.grad_clip': 1.0, 'loop.lr': 0.0001, 'loop.max_new_tokens': 256, 'loop.prompts_per_step': 8, 'loop.score_batch': 8,

@@ -12,7 +12,7 @@ import torch
 from proposal_nb.lm.densities import prior_token_logprobs
 from proposal_nb.lm.engines import FastEngine, EngineLogprobsError
 from proposal_nb.lm.models import add_lora, tiny_model
-from proposal_nb.lm.training import OnlineRun, WeightIdentityError, online_config
+from proposal_nb.lm.training import OnlineRun, WeightIdentityError, online_config, to_flat
 from proposal_nb.programs.tasks import Task
 
 torch.set_num_threads(2)
@@ -88,7 +88,7 @@ def test_resume_with_another_dtype_or_scoring_is_refused(tmp_path):
     before = {f: (tmp_path / f).read_bytes() for f in ("config.json", "exact.json")}
     m, tok = fresh()
     with pytest.raises(ValueError, match=r"scoring model.*this run has.*scoring fixed_shape"):
-        OnlineRun(m, tok, TASKS, has_a, online_config(**{**_flat(cfg), "scoring": "fixed_shape"}), tmp_path)
+        OnlineRun(m, tok, TASKS, has_a, online_config(**{**to_flat(cfg), "scoring": "fixed_shape"}), tmp_path)
     assert {f: (tmp_path / f).read_bytes() for f in before} == before                     # a refused resume leaves the folder as it was
     m, tok = fresh(dtype=torch.bfloat16)
     with pytest.raises(ValueError, match=r"dtype float32.*this run has dtype bfloat16"):
@@ -111,11 +111,6 @@ def test_a_checkpoint_from_before_exact_weights_resumes_only_as_it_was_trained(t
     m, tok = fresh(); assert OnlineRun(m, tok, TASKS, has_a, cfg, tmp_path).step == 2
 
 
-def _flat(cfg):
-    d = cfg.to_dict()
-    out = {**d["loop"], **{k: v for k, v in d["estimator"].items() if k != "name"}, "estimator": d["estimator"]["name"]}
-    out.update({k: v for k, v in d["normalizer"].items() if k != "kind"}); out["normalizer"] = d["normalizer"]["kind"]
-    return out | d["prior"]
 
 
 def test_a_run_that_cannot_learn_says_so(tmp_path):

@@ -91,25 +91,25 @@ def test_analysis_band_reads_tables_only():
     assert not wrong, "the analysis band must not run models or programs:\n" + "\n".join(wrong)
 
 
-# A run notebook's flat parameter that means what the class's default means, written the way papermill can carry it
-BOUNDARY = {("LoopConfig", "score_rows"): (0, None),            # 0: the whole step at once (None in the class)
-            ("NormalizerSettings", "mu0"): (0.0, 0.5)}          # 0: measure the base model's validity first; the class's 0.5 is a stand-in
+# A run notebook's flat parameter that means what the schema's default means, written the way papermill can carry it.
+# score_rows' 0 = None is config.FLAT's own sentinel; mu0's 0 (measure first) is the notebook's rule.
+BOUNDARY = {"mu0": (0.0, 0.5)}          # 0: measure the base model's validity first; the class's 0.5 is a stand-in
 
 
 def test_run_notebook_defaults_are_the_configs():
-    "11_train_online's parameters and the training configuration classes have one set of defaults (or a boundary mapping above)."
-    import ast, dataclasses
-    from proposal_nb.lm import training as T
+    "11_train_online's parameters and the training configuration have one set of defaults (or a boundary mapping above)."
+    import ast
+    from proposal_nb.config import FLAT, OnlineConfig, to_flat
     nb = nbformat.read(ROOT / "nbs" / "runs" / "11_train_online.ipynb", as_version=4)
     src = next(c.source for c in nb.cells if "parameters" in c.metadata.get("tags", []))
     params = {n.target.id: ast.literal_eval(n.value) for n in ast.parse(src).body if isinstance(n, ast.AnnAssign)}
+    default = to_flat(OnlineConfig())
     wrong, seen = [], 0
-    for cls in (T.LoopConfig, T.EstimatorConfig, T.NormalizerSettings, T.PriorSettings):
-        for f in dataclasses.fields(cls):
-            if f.name not in params or f.default is dataclasses.MISSING: continue
-            seen += 1
-            if BOUNDARY.get((cls.__name__, f.name)) == (params[f.name], f.default): continue
-            if f.default != params[f.name]: wrong.append(f"{cls.__name__}.{f.name}: class {f.default!r}, notebook {params[f.name]!r}")
+    for k in FLAT:
+        if k not in params: continue
+        seen += 1
+        if BOUNDARY.get(k) == (params[k], default[k]): continue
+        if default[k] != params[k]: wrong.append(f"{k}: schema {default[k]!r}, notebook {params[k]!r}")
     assert seen >= 15 and not wrong, "\n".join(wrong)
 
 

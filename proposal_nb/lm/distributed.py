@@ -138,7 +138,7 @@ class FSDPOnlineRun(DistributedOnlineRun):
     "The weights sharded with FSDP2; the LoRA adapter trained as a float32 copy on every rank, pushed into the shards after each update."
     strategy = "fsdp"
     def share(self, model, config):
-        if config.prior.nucleus or not config.prior.decoding().is_plain:
+        if config.nucleus or not config.prior.is_plain:
             raise ValueError("strategy='fsdp' needs the packed scorer (a plain prior config, nucleus off): the padded scorer's "
                              "number of forward passes differs between ranks, and FSDP's gathers must match; use strategy='ddp'")
         self._fsdp = shard_model(model)

@@ -13,10 +13,9 @@ import torch
 from tqdm.auto import tqdm
 from ..estimators import registry as E
 from ..estimators.weights import weight_identity, sampler_logq, identity_sums, window_identity, detectable_inflation, IdentitySums
-from ..estimators.iguana import IguanaConfig
-from ..estimators.normalizer import NormalizerConfig
 from ..programs.tasks import Task
-from ..config import LoopConfig, DecodingConfig, SCORING_MODES
+from ..config import (LoopConfig, DecodingConfig, SCORING_MODES, OnlineConfig, online_config, from_flat, to_flat,
+                                LEGACY, LEGACY_SKIP)
 from .densities import score_tokens, prior_token_logprobs
 from .generation import row_keys
 from .engines import make_engine, check_weights, own_logprobs
@@ -26,107 +25,9 @@ from ..results import checkpoint_parts
 from .rollouts import PotentialFn, prompt_texts, text_hash, adapter_state, load_adapter_state, resolve_scoring
 
 # %% auto #0
-__all__ = ['EXTENDABLE', 'LEGACY_LOOP', 'LOOP_SINCE_36', 'IDENTITY_FLOOR', 'TIMING', 'EstimatorConfig', 'NormalizerSettings',
-           'PriorSettings', 'OnlineConfig', 'online_config', 'step_seed', 'step_prompts', 'adam_moment_norm',
+__all__ = ['EXTENDABLE', 'LEGACY_LOOP', 'IDENTITY_FLOOR', 'TIMING', 'step_seed', 'step_prompts', 'adam_moment_norm',
            'global_field', 'global_visit', 'RunHooks', 'OnlineRun', 'Callback', 'SavePoints', 'Evaluate', 'Deadline',
            'WeightIdentityError', 'same_run']
-
-# %% ../../nbs/27_training.ipynb #c007
-@dataclass
-class EstimatorConfig:
-    "The estimator and IGUANA's options (the other estimators ignore them)."
-    name: str = "iguana"          # iguana, msc, rb-msc (MSC with M = 2 is the RB-MSC control)
-    clip: float|None = 10.0       # IGUANA relative clip c: weights capped at c·Ẑ(x); None: none
-    baseline: str = "zhat"        # zhat (the normaliser's capped b), batch_mean, none
-    kl_beta: float = 0.0          # weight of the KL(q‖p) anchor to the prior
-    skip_invalid: bool = False    # visits with no valid draw contribute nothing
-    length_norm: bool = False     # length-normalised log weights
-    def kernel(self)->IguanaConfig:
-        return IguanaConfig(clip=self.clip, baseline=self.baseline, kl_beta=self.kl_beta, skip_invalid=self.skip_invalid, length_norm=self.length_norm)
-
-# %% ../../nbs/27_training.ipynb #c008
-@dataclass
-class NormalizerSettings:
-    "How Ẑ(x) is formed and guarded (normalizer.NormalizerConfig)."
-    kind: str = "shrinkage"       # shrinkage, eb (a prior fitted to the pool) or mean
-    n0: float = 100.0             # prompt-level prior strength
-    m0: float = 50.0              # pool-level prior strength
-    mu0: float = 0.5              # prior mean of Z: the base model's mean validity
-    fold_clip: float|None = 10.0  # a draw enters the statistics as min(u, fold_clip·Ẑ)
-    baseline_cap: float|None = 1.0 # baseline b = min(Ẑ, baseline_cap)
-    fold_floor: float|None = None # the fold clip never cuts a weight below this; None: min(u, fold_clip·Ẑ) as in the published runs
-    def kernel(self)->NormalizerConfig:
-        return NormalizerConfig(kind=self.kind, n0=self.n0, m0=self.m0, mu0=self.mu0, fold_clip=self.fold_clip, baseline_cap=self.baseline_cap,
-                                fold_floor=self.fold_floor)
-
-@dataclass
-class PriorSettings:
-    "The prior sampler's decoding config (densities.DecodingConfig) and whether q is nucleus-masked to it."
-    temperature: float = 1.0
-    top_k: int = 0
-    top_p: float = 1.0
-    min_p: float = 0.0
-    repetition_penalty: float = 1.0
-    nucleus: bool = False         # sample q restricted to the prior's kept set (hf engine)
-    def decoding(self)->DecodingConfig: return DecodingConfig(self.temperature, self.top_k, self.top_p, self.min_p, self.repetition_penalty)
-
-# %% ../../nbs/27_training.ipynb #c010
-_LEGACY = dict(loop=[f.name for f in fields(LoopConfig)], estimator=["clip", "baseline", "kl_beta", "skip_invalid", "length_norm"],
-               normalizer=["n0", "m0", "mu0"])
-
-@dataclass
-class OnlineConfig:
-    "Everything an online run depends on (saved as config.json and in every checkpoint)."
-    loop: LoopConfig = field(default_factory=LoopConfig)
-    estimator: EstimatorConfig = field(default_factory=EstimatorConfig)
-    normalizer: NormalizerSettings = field(default_factory=NormalizerSettings)
-    prior: PriorSettings = field(default_factory=PriorSettings)
-
-    def __post_init__(self):
-        l, e = self.loop, self.estimator
-        if e.name not in E.ESTIMATORS or E.make(e.name).source != "proposal":
-            raise ValueError(f"estimator must be one of {[k for k in E.ESTIMATORS if k != 'bc']} for an online run, got {e.name!r}")
-        for k in ("M", "prompts_per_step", "steps", "max_new_tokens", "gen_batch", "score_batch", "checkpoint_every"):
-            if int(getattr(l, k)) < 1: raise ValueError(f"loop.{k} must be ≥ 1, got {getattr(l, k)}")
-        if l.score_rows is not None and (isinstance(l.score_rows, bool) or int(l.score_rows) != l.score_rows or l.score_rows < 1):
-            raise ValueError(f"loop.score_rows must be None (all rows at once) or an integer ≥ 1, got {l.score_rows!r}")
-        if l.lr <= 0 or l.grad_clip <= 0: raise ValueError("loop.lr and loop.grad_clip must be positive")
-        if not 0 <= l.ema_beta < 1: raise ValueError(f"loop.ema_beta must be in [0, 1), got {l.ema_beta}")
-        from proposal_nb.lm.engines import ENGINES
-        if l.engine not in ENGINES: raise ValueError(f"unknown engine {l.engine!r}; use one of {', '.join(ENGINES)}")
-        if l.weights not in ("sampler", "scorer"): raise ValueError(f"loop.weights must be 'sampler' or 'scorer', got {l.weights!r}")
-        if l.scoring not in ("auto",) + SCORING_MODES: raise ValueError(f"loop.scoring must be one of auto, {', '.join(SCORING_MODES)}; got {l.scoring!r}")
-        if int(l.identity_window) < 1 or not l.identity_z > 0 or int(l.reverse_draws) < 1:
-            raise ValueError(f"loop.identity_window and loop.reverse_draws must be ≥ 1 and loop.identity_z > 0, got {l.identity_window}, {l.reverse_draws}, {l.identity_z}")
-        e.kernel(); self.normalizer.kernel(); self.prior.decoding()
-
-    def to_dict(self)->dict: return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d:dict)->"OnlineConfig":
-        "Build from a nested dict, or from a flat one (the older layout), rejecting unknown keys by name."
-        parts = dict(loop=LoopConfig, estimator=EstimatorConfig, normalizer=NormalizerSettings, prior=PriorSettings)
-        if set(d) <= set(parts) and all(isinstance(v, dict) for v in d.values()):
-            for k, v in d.items():
-                unknown = set(v) - {f.name for f in fields(parts[k])}
-                if unknown: raise ValueError(f"unknown OnlineConfig.{k} keys: {sorted(unknown)}")
-            return cls(**{k: parts[k](**d.get(k, {})) for k in parts})
-        flat, nested = dict(d), {k: {} for k in parts}
-        flat.pop("seed_per_prompt", None)                       # draws are keyed per row now: always shard-invariant
-        if "estimator" in flat: nested["estimator"]["name"] = flat.pop("estimator")
-        if "normalizer" in flat: nested["normalizer"]["kind"] = flat.pop("normalizer")
-        if "clip" in flat and "fold_clip" not in flat: nested["normalizer"]["fold_clip"] = flat["clip"]   # the older loop folded at c·Ẑ
-        for part, keys in _LEGACY.items():
-            for k in keys:
-                if k in flat: nested[part][k] = flat.pop(k)
-        for k in [k for k in flat if k in {f.name for f in fields(NormalizerSettings)}]: nested["normalizer"][k] = flat.pop(k)
-        for k in [k for k in flat if k in {f.name for f in fields(PriorSettings)}]: nested["prior"][k] = flat.pop(k)
-        if flat: raise ValueError(f"unknown OnlineConfig keys: {sorted(flat)}")
-        return cls(**{k: parts[k](**v) for k, v in nested.items()})
-
-def online_config(**flat)->OnlineConfig:
-    "An OnlineConfig from flat keyword arguments (`estimator='msc', M=4, fold_clip=10, engine='hf', …`)."
-    return OnlineConfig.from_dict(flat)
 
 # %% ../../nbs/27_training.ipynb #c013
 def step_seed(seed:int, step:int, salt:str)->int:
@@ -215,8 +116,7 @@ class RunHooks:
 # %% ../../nbs/27_training.ipynb #c021
 EXTENDABLE = (("loop", "steps"), ("loop", "checkpoint_every"), ("loop", "score_rows"),     # config keys a resumed run may change
               ("loop", "identity_window"), ("loop", "identity_z"), ("loop", "identity_stop"))
-LEGACY_LOOP = dict(weights="scorer", scoring="model")   # what a checkpoint saved before these keys existed was trained with
-LOOP_SINCE_36 = ("weights", "scoring", "identity_window", "identity_z", "identity_stop", "reverse_draws")   # loop keys an older checkpoint lacks
+LEGACY_LOOP = {k: v for (p, k), v in LEGACY.items() if p == "loop"}   # what a checkpoint saved before these keys existed was trained with
 
 class OnlineRun(RunHooks):
     "An online training run of a LoRA proposal (PeftModel) on tasks with a potential."
@@ -238,11 +138,11 @@ class OnlineRun(RunHooks):
         self.heldout_ids = [tokenizer(t, add_special_tokens=False).input_ids for t in prompt_texts(tokenizer, self.heldout)]
         self.params = self.trainable(model)
         if not self.params: raise ValueError("the model has no trainable parameters (expected a PeftModel with a LoRA adapter)")
-        L, pr = config.loop, config.prior
+        L = config.loop
         self.opt = torch.optim.Adam(self.params, lr=L.lr, weight_decay=0.0)
-        self.est = E.make(config.estimator.name, config.estimator.kernel(), config.normalizer.kernel())
+        self.est = E.make(config.estimator, config.iguana, config.normalizer)
         self.state, self.refs = self.est.init(len(self.tasks)), {}
-        self.prior_cfg, self.nucleus = pr.decoding(), pr.nucleus
+        self.prior_cfg, self.nucleus = config.prior, config.nucleus
         self.grad_ema, self.step, self.log, self.draws, self.reverse = None, 0, [], [], []
         self.dtype = next(model.parameters()).dtype
         self.scoring = resolve_scoring(model, L.scoring, self.prior_cfg)
@@ -284,11 +184,12 @@ def _save(self:OnlineRun)->Path:
     return d
 
 def _config_diff(a:dict, b:dict)->list[str]:
-    "Keys (part.key) where two nested configs differ, the extendable ones aside; a loop key that `b` predates counts as its LEGACY_LOOP value (or is skipped)."
+    "Keys (part.key) where two nested configs differ, the extendable ones aside; a key that `b` predates counts as its LEGACY value (or, LEGACY_SKIP, is skipped)."
     def old(p, k):
         part = b.get(p, {})
-        if k in part or p != "loop" or k not in LOOP_SINCE_36: return part.get(k)
-        return LEGACY_LOOP.get(k, a[p][k])
+        if k in part: return part[k]
+        if (p, k) in LEGACY: return LEGACY[(p, k)]
+        return a[p][k] if (p, k) in LEGACY_SKIP else None
     return [f"{p}.{k}" for p in a for k in a[p] if (p, k) not in EXTENDABLE and a[p][k] != old(p, k)]
 
 def _refuse_other_density(ck:Path, saved:dict, mine:dict):
@@ -547,7 +448,7 @@ def _train(self:OnlineRun, progress:bool=True, stop_after:int|None=None, callbac
     L = self.cfg.loop
     cbs = [SavePoints()] if callbacks is None else list(callbacks)
     todo = L.steps - self.step if stop_after is None else max(0, min(stop_after, L.steps - self.step))
-    bar = tqdm(total=L.steps, initial=self.step, disable=not progress or not self.is_main, desc=f"{self.cfg.estimator.name} train ({self.engine.name})")
+    bar = tqdm(total=L.steps, initial=self.step, disable=not progress or not self.is_main, desc=f"{self.cfg.estimator} train ({self.engine.name})")
     for cb in cbs: cb.before_train(self)
     for _ in range(todo):
         t = time.time()

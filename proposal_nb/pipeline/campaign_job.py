@@ -13,15 +13,15 @@ import proposal_nb
 # %% auto #0
 __all__ = ['REPO', 'DESIGN_DIR', 'DESIGN_FILES', 'DESIGN', 'SHARED', 'SPLIT', 'EVAL', 'PASS_KS', 'ARMS', 'OFFLINE', 'BC_ORDER',
            'BC_DRAWS', 'WHY', 'STRICT', 'STRICT_ARMS', 'FP32_ARMS', 'CAMPAIGN_LOOP', 'CAMPAIGN_EVAL', 'STRICT_COMMAND',
-           'CARD_COMMAND', 'CARD_FP32_COMMAND', 'FP32_COMMAND', 'EVAL_RESERVE_S', 'USER_COMMAND', 'CALIBRATION_V2',
-           'CARD', 'CARD_DRAWS', 'CARD_CHUNK', 'CARD_BATCH', 'OFFLINE_CARD', 'CARD_CONTROL', 'HF_S_PER_SAMPLE',
-           'FAST_S_PER_SAMPLE', 'COMMANDS', 'load_design', 'log_steps', 'arm_settings', 'arm_dtype', 'train_potential',
-           'reference', 'arm_config', 'plan', 'open_run', 'heldout_draws', 'base_eval', 'base_strict',
-           'checkpoint_eval', 'train', 'pack', 'pack_runs', 'unpack', 'chain_check', 'rollouts', 'skipped_since',
-           'fit_bc', 'train_bc', 'heldout_tables', 'provenance', 'report', 'write_heldout', 'calibration_plan',
-           'card_config', 'card_plan', 'rollouts_card', 'base_prior_eval', 'card_checkpoint_eval', 'train_bc_card',
-           'eval_card_fp32', 'report_card_arms', 'card_waste', 'plan_card', 'strict_design', 'strict_zcounts',
-           'plan_strict', 'plan_fp32', 'main']
+           'CARD_COMMAND', 'CARD_FP32_COMMAND', 'FP32_COMMAND', 'DESIGN_RECIPE', 'EVAL_RESERVE_S', 'USER_COMMAND',
+           'CALIBRATION_V2', 'CARD', 'CARD_DRAWS', 'CARD_CHUNK', 'CARD_BATCH', 'OFFLINE_CARD', 'CARD_CONTROL',
+           'HF_S_PER_SAMPLE', 'FAST_S_PER_SAMPLE', 'COMMANDS', 'load_design', 'log_steps', 'arm_settings', 'arm_dtype',
+           'train_potential', 'reference', 'arm_config', 'plan', 'open_run', 'heldout_draws', 'base_eval',
+           'base_strict', 'checkpoint_eval', 'train', 'pack', 'pack_runs', 'unpack', 'chain_check', 'rollouts',
+           'skipped_since', 'fit_bc', 'train_bc', 'heldout_tables', 'provenance', 'report', 'write_heldout',
+           'calibration_plan', 'card_config', 'card_plan', 'rollouts_card', 'base_prior_eval', 'card_checkpoint_eval',
+           'train_bc_card', 'eval_card_fp32', 'report_card_arms', 'card_waste', 'plan_card', 'strict_design',
+           'strict_zcounts', 'plan_strict', 'plan_fp32', 'main']
 
 # %% ../../nbs/39f_campaign_job.ipynb #c005
 REPO = Path(proposal_nb.__file__).resolve().parents[1]   # the checkout, or a source snapshot (campaign_job.sh)
@@ -101,11 +101,13 @@ def reference(arm:str)->str:
     return "base_strict" if arm in STRICT_ARMS else "base_fp32" if arm in FP32_ARMS else "base"
 
 # %% ../../nbs/39f_campaign_job.ipynb #c019
+DESIGN_RECIPE = "h200_pilot"   # the design's flat settings were written over the LM defaults of 274499b, which are this recipe
+
 def arm_config(arm:str, overrides:dict|None=None):
     "The OnlineConfig of one arm (`overrides`: for smoke tests off the box only; they are recorded in the ledger)."
-    from proposal_nb.lm.training import online_config
+    from proposal_nb.config import from_flat
     s = CAMPAIGN_LOOP | arm_settings(arm) | (overrides or {})
-    return online_config(**s, checkpoint_every=s["steps"] + 1)  # checkpoints are saved here, at log-spaced steps
+    return from_flat(s | dict(checkpoint_every=s["steps"] + 1), recipe=DESIGN_RECIPE)  # checkpoints are saved here, at log-spaced steps
 
 # %% ../../nbs/39f_campaign_job.ipynb #c020
 def plan(out:Path):
