@@ -312,7 +312,11 @@ def check_inputs(nb_path:str|Path, # a run notebook
             out.append(f"the split holds out no prompt of {len(tasks)} (heldout_frac={p['heldout_frac']}): raise heldout_frac")
     if "potential" in p:
         kinds = TRAIN_POTENTIALS if nb == "11_train_online" else Potential.kinds
-        if p["potential"] not in kinds: out.append(f"potential {p['potential']!r} is not one of {', '.join(kinds)}")
+        if ":" in p["potential"]:                  # a checker of one's own, module:function: imported and checked now
+            from proposal_nb.programs.potentials import load_checker
+            try: load_checker(p["potential"])
+            except ValueError as e: out.append(f"potential: {e}")
+        elif p["potential"] not in kinds: out.append(f"potential {p['potential']!r} is not one of {', '.join(kinds)} (or a checker of your own: module:function)")
     if "engine" in p:
         if p["engine"] not in ENGINE_NAMES: out.append(f"engine {p['engine']!r} is not one of {', '.join(ENGINE_NAMES)}")
         elif p["engine"] == "vllm" and importlib.util.find_spec("vllm") is None: out.append(f"engine 'vllm': vLLM is not installed here ({VLLM_REMEDY})")

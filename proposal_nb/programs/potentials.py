@@ -11,7 +11,7 @@ from .sandbox import Executor, Verdict, InfrastructureError
 
 # %% auto #0
 __all__ = ['no_error_tests', 'run_tasks', 'Potential', 'no_error', 'strict', 'tiered', 'correctness', 'exact_match',
-           'make_potential']
+           'make_potential', 'load_checker', 'PluginPotential']
 
 # %% ../../nbs/22_potentials.ipynb #c006
 def no_error_tests(task:Task, # the task (its smoke tests, else its entry point)
@@ -128,10 +128,53 @@ def exact_match()->Potential:
     "Equals the reference solution (whitespace-normalised)."
     return Potential('exact_match')
 
-def make_potential(name:str, # one of `Potential.kinds`
+def make_potential(name:str, # one of `Potential.kinds`, or a checker of your own as `module:function` (see `PluginPotential`)
                    executor:Executor|None=None, # the sandbox; None: build one from `executor_kwargs`
                    **executor_kwargs, # passed to `Executor`
-                  )->Potential:
+                  ):
     "A potential by name; builds an Executor (sized to the machine) from `executor_kwargs` when none is given."
+    if ':' in name: return PluginPotential(name, executor)
     if executor is None and name != 'exact_match': executor = Executor(**executor_kwargs)
     return Potential(name, executor)
+
+# %% ../../nbs/22_potentials.ipynb #pl01
+def load_checker(spec:str, # `module:function` (dots allowed in both parts)
+                ):
+    "The object `spec` names: imported, then checked to be a Potential or a callable of (task, completion); ValueError naming what is wrong."
+    import importlib, inspect
+    mod, _, attr = spec.partition(':')
+    if not mod or not attr or ':' in attr: raise ValueError(f'checker {spec!r}: write it as module:function (e.g. my_checks:passes)')
+    try: obj = importlib.import_module(mod)
+    except Exception as e: raise ValueError(f'checker {spec!r}: cannot import module {mod!r} ({type(e).__name__}: {e})') from e
+    for part in attr.split('.'):
+        if not hasattr(obj, part): raise ValueError(f'checker {spec!r}: module {mod!r} has no {attr!r}')
+        obj = getattr(obj, part)
+    if isinstance(obj, Potential): return obj
+    if not callable(obj): raise ValueError(f'checker {spec!r}: {attr!r} is a {type(obj).__name__}, not a function')
+    try: inspect.signature(obj).bind(None, '', **({'executor': None} if 'executor' in inspect.signature(obj).parameters else {}))
+    except TypeError as e: raise ValueError(f'checker {spec!r}: it must take (task, completion), one pair at a time ({e})') from None
+    return obj
+
+class PluginPotential:
+    "A checker of one's own as a batch potential: `module:function` from `load_checker`, applied pair by pair, each value checked."
+    def __init__(self, spec:str, executor:Executor|None=None):
+        import inspect
+        self.kind, self.fn, self.executor = spec, load_checker(spec), executor
+        self.wants_executor = not isinstance(self.fn, Potential) and 'executor' in inspect.signature(self.fn).parameters
+        if self.wants_executor and executor is None: raise ValueError(f'checker {spec!r} runs code (it takes an executor): pass one')
+
+    def check(self, tasks): return self.fn.check(tasks) if isinstance(self.fn, Potential) else None
+
+    def __call__(self, tasks:Sequence[Task], completions:Sequence[str], progress:bool=False)->np.ndarray:
+        if isinstance(self.fn, Potential): return self.fn(tasks, completions, progress)
+        if len(tasks) != len(completions): raise ValueError(f'{len(tasks)} tasks but {len(completions)} completions')
+        kw = dict(executor=self.executor) if self.wants_executor else {}
+        out = []
+        for t, c in zip(tasks, completions):
+            r = self.fn(t, c, **kw)
+            if isinstance(r, bool) or not isinstance(r, (int, float, np.number)) or not 0 <= float(r) <= 1:
+                raise ValueError(f'checker {self.kind!r} returned {r!r} for task {t.id!r}: it must be a number in [0, 1]')
+            out.append(float(r))
+        return np.array(out, dtype=float)
+
+    def __repr__(self): return f'PluginPotential({self.kind!r})'
