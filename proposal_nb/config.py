@@ -4,7 +4,9 @@
 
 # %% ../nbs/19_config.ipynb #g001
 from __future__ import annotations
-import math
+import json, math
+from pathlib import Path
+from typing import NamedTuple
 from dataclasses import dataclass, field, fields, asdict, replace
 import torch
 from .estimators import registry as E
@@ -12,8 +14,8 @@ from .estimators.iguana import IguanaConfig
 from .estimators.normalizer import NormalizerConfig
 
 # %% auto #0
-__all__ = ['ENGINE_NAMES', 'SCORING_MODES', 'LM_RECIPE', 'FLAT', 'LEGACY', 'LEGACY_SKIP', 'DecodingConfig', 'LoopConfig',
-           'OnlineConfig', 'from_flat', 'to_flat', 'online_config']
+__all__ = ['ENGINE_NAMES', 'SCORING_MODES', 'LM_RECIPE', 'FLAT', 'LEGACY', 'LEGACY_SKIP', 'FLAT_V1', 'DecodingConfig',
+           'LoopConfig', 'OnlineConfig', 'from_flat', 'to_flat', 'online_config', 'Record', 'load_config']
 
 # %% ../nbs/19_config.ipynb #g005
 ENGINE_NAMES = ("auto", "fast", "vllm", "hf")            # lm.engines.ENGINES (25a_engines checks they agree)
@@ -193,3 +195,58 @@ LEGACY = {("loop", "weights"): "scorer", ("loop", "scoring"): "model",          
           ("estimator", "clip_floor"): None, ("estimator", "ceiling"): 1e6,      # before the clip floor and the numerical ceiling
           ("normalizer", "fold_floor"): None}                                     # before the fold floor: min(u, fold_clip·Ẑ)
 LEGACY_SKIP = (("loop", "identity_window"), ("loop", "identity_z"), ("loop", "identity_stop"), ("loop", "reverse_draws"))
+
+# %% ../nbs/19_config.ipynb #g023
+FLAT_V1 = ("estimator", "M", "prompts_per_step", "steps", "lr", "grad_clip", "max_new_tokens", "checkpoint_every", "seed", "clip",
+           "baseline", "kl_beta", "skip_invalid", "length_norm", "normalizer", "n0", "m0", "mu0", "ema_beta", "seed_per_prompt",
+           "gen_batch", "score_batch")   # the flat training config of commit 5ed3e43
+_V1_RAN = dict(baseline_cap=1.0, engine="hf", check_weights=False, compile=False, weights="scorer", scoring="model")
+_OFFLINE = ("epochs", "batch_size", "lr", "grad_clip", "cap", "scheme", "seed", "order")
+_PARTS = ("loop", "estimator", "normalizer", "prior")
+
+class Record(NamedTuple):
+    "A configuration as it ran."
+    kind: str|None                      # the folder's kind (train, exact_weights, …); None for a bare training dict
+    layout: str                         # nested, flat_v1, offline or none
+    training: OnlineConfig|dict|None    # the online config, the offline one (a dict) or None
+    filled: tuple = ()                  # part.key the record predates, filled in
+
+def _layout(t)->str:
+    if not isinstance(t, dict) or not t: return "none"
+    if set(t) <= set(_PARTS) and all(isinstance(v, dict) for v in t.values()): return "nested"
+    if "scheme" in t: return "offline"
+    return "flat_v1" if isinstance(t.get("estimator"), str) else "none"
+
+def _nested(t:dict)->tuple:
+    d = {p: dict(t.get(p, {})) for p in _PARTS}
+    for (p, k), v in LEGACY.items(): d[p].setdefault(k, v)
+    c = OnlineConfig.from_dict(d)
+    return c, tuple(f"{p}.{k}" for p, v in c.to_dict().items() for k in v if k not in t.get(p, {}))
+
+def _dotted(k:str)->str:
+    "The saved layout's part.key of a flat name."
+    part, f, _ = FLAT[k]
+    return {"estimator": "estimator.name", "nucleus": "prior.nucleus"}.get(part) or f"{'estimator' if part == 'iguana' else part}.{f}"
+
+def _flat_v1(t:dict)->tuple:
+    if unknown := sorted(set(t) - set(FLAT_V1)): raise ValueError(f"unknown keys in a flat (5ed3e43) training config: {unknown}")
+    c = from_flat({k: v for k, v in t.items() if k != "seed_per_prompt"} | _V1_RAN | dict(fold_clip=t.get("clip", 10.0)), recipe="h200_pilot")
+    given = {_dotted(k) for k in t if k != "seed_per_prompt"}
+    return c, tuple(f"{p}.{k}" for p, v in c.to_dict().items() for k in v if f"{p}.{k}" not in given)
+
+# %% ../nbs/19_config.ipynb #g024
+def load_config(config:dict|str|Path, # a config.json (whole or its training dict) or the folder that holds it
+               )->Record:
+    "Any saved configuration as it ran, through one reader."
+    if not isinstance(config, dict):
+        f = Path(config); config = json.loads((f / "config.json" if f.is_dir() else f).read_text())
+    whole = "kind" in config or "training" in config
+    kind = config.get("kind") if whole else None
+    t = (config.get("config") if kind == "exact_weights" else config.get("training")) if whole else config
+    layout = _layout(t)
+    if layout == "nested": return Record(kind, layout, *_nested(t))
+    if layout == "flat_v1": return Record(kind, layout, *_flat_v1(t))
+    if layout == "offline":
+        if unknown := sorted(set(t) - set(_OFFLINE)): raise ValueError(f"unknown keys in an offline training config: {unknown}")
+        return Record(kind, layout, dict(order="scheme") | t, () if "order" in t else ("order",))
+    return Record(kind, "none", None)

@@ -16,9 +16,9 @@ from .finding_rules import *
 # %% auto #0
 __all__ = ['FP32', 'PUBLISHED', 'JOB', 'FINDINGS', 'COLUMNS', 'Sources', 'run_folder', 'EvalTables', 'eval_tables',
            'last_checkpoint', 'paired_interval', 'ratio_change', 'Row', 'Missing', 'find_validity', 'find_coverage',
-           'zx_rates', 'training_change', 'mean_interval', 'find_anchor', 'normalizer_config', 'replay_zhat',
-           'find_guards', 'find_skyline', 'find_batching', 'batching_outcome', 'find_prior', 'find_breakeven',
-           'find_calibration', 'Finding', 'weight_caveat', 'findings_table']
+           'zx_rates', 'training_change', 'mean_interval', 'find_anchor', 'replay_zhat', 'find_guards', 'find_skyline',
+           'find_batching', 'batching_outcome', 'find_prior', 'find_breakeven', 'find_calibration', 'Finding',
+           'weight_caveat', 'findings_table']
 
 # %% ../../nbs/36_findings.ipynb #c018
 class Sources(NamedTuple):
@@ -191,16 +191,6 @@ def find_anchor(root, src:Sources, n_boot:int=2000, seed:int=0, **kw)->Row|Missi
     return Row(text, rule_anchor(diff, len(hard)), f"{runs[free].name}, {runs[kl].name}, {zx[1]}", "hard training prompts")
 
 # %% ../../nbs/36_findings.ipynb #c023
-def normalizer_config(config:dict, # a training run's config.json (nested `training.normalizer` or the older flat keys)
-                     ):
-    "The run's NormalizerConfig."
-    from proposal_nb.estimators.normalizer import NormalizerConfig
-    t = config.get("training", config)
-    nz = t.get("normalizer")
-    if isinstance(nz, dict): return NormalizerConfig(**{k: nz[k] for k in NormalizerConfig._fields if k in nz})
-    return NormalizerConfig(kind=nz or "shrinkage", n0=t.get("n0", 100.0), m0=t.get("m0", 50.0), mu0=t.get("mu0", 0.5),
-                            fold_clip=t.get("fold_clip", t.get("clip", 10.0)), baseline_cap=t.get("baseline_cap", 1.0))
-
 def replay_zhat(draws:pd.DataFrame, # training draws: step, prompt_id, draw and log_uw (or logp, logq, logr)
                 cfg, # a NormalizerConfig
                )->pd.DataFrame: # step, prompt_id, log_zhat: what each visit got from the past
@@ -220,11 +210,12 @@ def replay_zhat(draws:pd.DataFrame, # training draws: step, prompt_id, draw and 
 
 def find_guards(root, src:Sources, **kw)->Row|Missing:
     "(4) The largest Ẑ of the IGUANA arms with their guards, and of their weights replayed without them."
+    from proposal_nb.config import load_config   # the one reader of a config.json, in any layout it was written in
     runs = {a + src.suffix: f for a in ("iguana", "iguana_kl") if (f := run_folder(root, src.train, a)) is not None}
     if not runs: return Missing(f"{_needs(src.train, 'iguana')} (an IGUANA training run with its draws)")
     guarded, unguarded, parts, gap = [], [], [], 0.0
     for a, f in runs.items():
-        draws, log, cfg = read_table(f, "draws"), read_table(f, "log"), normalizer_config(read_json(f, "config"))
+        draws, log, cfg = read_table(f, "draws"), read_table(f, "log"), load_config(read_json(f, "config")).training.normalizer
         if draws is not None and "log_uw" not in draws.columns and not {"logp", "logq", "logr"} <= set(draws.columns): draws = None
         if draws is None:
             if log is None or "log_zhat" not in log.columns: return Missing(f"{f.name} with its training draws or log_zhat")
