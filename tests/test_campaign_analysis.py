@@ -234,3 +234,20 @@ def test_published_strict_bins_use_the_strict_z():
     assert np.allclose(ho.to_numpy(), d.groupby("prompt_id").valid.mean().reindex(ho.index).to_numpy())
     b = pd.read_csv(f / "bins.csv")
     assert set(b.arm) == {"base_strict", "iguana_strict", "iguana_kl_strict"}
+
+
+def test_the_run_notebook_regenerates_the_published_analyses(tmp_path):
+    "nbs/runs/37_campaign_analyses through papermill, on a copy of published/: every table, summary, chart and README it"
+    " writes equals the published file byte for byte (config.json aside: its date and commit are the run's)."
+    import filecmp, shutil
+    from proposal_nb.pipeline.notebooks import RUNS, run_notebook
+    pub = tmp_path / "published"
+    shutil.copytree(ROOT / "published", pub)
+    run_notebook(RUNS / "37_campaign_analyses.ipynb", tmp_path / "out", dict(published=str(pub), out_dir=str(tmp_path / "out")),
+                 log=tmp_path / "out" / "run.log")
+    written = json.loads((tmp_path / "out" / "config.json").read_text())["written"]
+    assert len(written) >= 16 and {"campaign_zbins", "campaign_breakeven_iguana"} <= set(written), written
+    for name in written:
+        files = sorted(p.name for p in (pub / name).iterdir() if p.name != "config.json")
+        same, diff, err = filecmp.cmpfiles(ROOT / "published" / name, pub / name, files, shallow=False)
+        assert not diff and not err, f"{name}: differs {diff}, missing {err}"
