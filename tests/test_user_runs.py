@@ -270,3 +270,18 @@ def test_item10_docs_and_cli_help(tmp_path):
     assert "prompts_per_step" in h and "run_checkpoints" in h
     h = cli("run", "11_train_online", "--help", cwd=tmp_path).stdout
     assert re.search(r"\n  mu0 +float +0\.0 +prior mean of Z", h), h
+
+
+def test_a_checker_of_ones_own_trains_the_run(user):
+    "-p potential my_checks:has_a: the user's module (on PYTHONPATH) is checked before the kernel starts, then trains the run;"
+    " the run records the checker by its name and logs its values (in [0, 1]) step by step."
+    import pandas as pd
+    (user / "my_checks.py").write_text("def has_a(task, completion):\n    return float('a' in completion)\n")
+    p = cli(*TRAIN, "-p", "potential", "my_checks:has_ab", "--out", "runs/mine_typo", *SMALL_TRAIN, cwd=user, PYTHONPATH=str(user))
+    assert p.returncode == 1 and "has no 'has_ab'" in p.stderr and "nothing was started" in p.stderr, p.stderr
+    p = cli(*TRAIN, "-p", "potential", "my_checks:has_a", "--out", "runs/mine", *SMALL_TRAIN, cwd=user, PYTHONPATH=str(user))
+    assert p.returncode == 0, p.stdout + p.stderr
+    run = user / "runs" / "mine"
+    assert json.loads((run / "config.json").read_text())["potential"] == "my_checks:has_a"
+    log = pd.read_parquet(run / "log.parquet")
+    assert len(log) == 2 and log.validity.between(0, 1).all()

@@ -145,7 +145,7 @@ def load_checker(spec:str, # `module:function` (dots allowed in both parts)
     mod, _, attr = spec.partition(':')
     if not mod or not attr or ':' in attr: raise ValueError(f'checker {spec!r}: write it as module:function (e.g. my_checks:passes)')
     try: obj = importlib.import_module(mod)
-    except Exception as e: raise ValueError(f'checker {spec!r}: cannot import module {mod!r} ({type(e).__name__}: {e})') from e
+    except Exception as e: raise ValueError(f'checker {spec!r}: cannot import module {mod!r} ({type(e).__name__}: {e}); is its folder on PYTHONPATH (PYTHONPATH=. proposal-nb run ...)?') from e
     for part in attr.split('.'):
         if not hasattr(obj, part): raise ValueError(f'checker {spec!r}: module {mod!r} has no {attr!r}')
         obj = getattr(obj, part)
