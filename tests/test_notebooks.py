@@ -13,5 +13,8 @@ SKIP = ["gpu"] + ([] if os.environ.get("PROPOSAL_NB_RUN_SLOW") else ["slow"])
 
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook(nb):
-    ok, secs = nbdev_test.test_nb(nb, skip_flags=SKIP, showerr=True)
+    import torch
+    dtype = torch.get_default_dtype()       # notebooks run in this process, and several set float64: the next test must not inherit it
+    try: ok, secs = nbdev_test.test_nb(nb, skip_flags=SKIP, showerr=True)
+    finally: torch.set_default_dtype(dtype)
     assert ok, f"{nb.name} failed after {secs:.1f}s (traceback above)"
