@@ -38,7 +38,7 @@ def _shape(x)->tuple: return tuple(torch.as_tensor(x).shape)
 
 def check_visit(v:Visit)->tuple: # (B, M)
     "The visit's B and M, every field checked against them; errors name the field."
-    if not isinstance(v, Visit): raise TypeError(f"step takes a Visit, got {type(v).__name__}")
+    if getattr(type(v), "_fields", None) != Visit._fields: raise TypeError(f"step takes a Visit, got {type(v).__name__}")   # by its fields: a notebook's own definition of Visit is one too
     pr = torch.as_tensor(v.prompts)
     if pr.ndim != 1 or len(pr) == 0: raise ValueError(f"prompts has shape {tuple(pr.shape)}, expected [B] with B ≥ 1")
     if pr.dtype.is_floating_point or pr.dtype == torch.bool: raise ValueError(f"prompts must be integer ids, got {pr.dtype}")
@@ -155,20 +155,28 @@ def bc_estimator()->Estimator:
     return Estimator("bc", "rollouts", bc_init, no_references, step, bc_summary, *tensor_io(BCState, "bc"))
 
 # %% ../../nbs/17_estimators.ipynb #c024
-ESTIMATORS = {"iguana": lambda iguana, normalizer: iguana_estimator(iguana, normalizer),   # name -> factory(iguana, normalizer)
-              "msc": lambda iguana, normalizer: msc_estimator(rao_blackwell=False),
-              "rb-msc": lambda iguana, normalizer: msc_estimator(rao_blackwell=True),
-              "bc": lambda iguana, normalizer: bc_estimator()}
+def _dpg(cfg):
+    "DPG's estimator (its module, many_prompts, builds on this one: imported when asked for)."
+    from proposal_nb.estimators.many_prompts import DPGConfig, dpg_estimator
+    if cfg is not None and not isinstance(cfg, DPGConfig): raise TypeError(f"dpg must be a DPGConfig, got {type(cfg).__name__}")
+    return dpg_estimator(cfg or DPGConfig())
 
-def make(name:str, # one of ESTIMATORS: "iguana", "msc", "rb-msc", "bc"
+ESTIMATORS = {"iguana": lambda iguana, normalizer, dpg: iguana_estimator(iguana, normalizer),   # name -> factory(iguana, normalizer, dpg)
+              "msc": lambda iguana, normalizer, dpg: msc_estimator(rao_blackwell=False),
+              "rb-msc": lambda iguana, normalizer, dpg: msc_estimator(rao_blackwell=True),
+              "dpg": lambda iguana, normalizer, dpg: _dpg(dpg),
+              "bc": lambda iguana, normalizer, dpg: bc_estimator()}
+
+def make(name:str, # one of ESTIMATORS: "iguana", "msc", "rb-msc", "dpg", "bc"
          iguana:IguanaConfig=IguanaConfig(), # IGUANA's options (the others ignore them)
          normalizer:NormalizerConfig=NormalizerConfig(), # IGUANA's normaliser (the others ignore it)
+         dpg=None, # DPG's DPGConfig (None: its defaults; the others ignore it)
         )->Estimator:
     "The named estimator with its configuration fixed."
     if name not in ESTIMATORS: raise ValueError(f"unknown estimator {name!r} (known: {', '.join(ESTIMATORS)})")
     if not isinstance(iguana, IguanaConfig): raise TypeError(f"iguana must be an IguanaConfig, got {type(iguana).__name__}")
     if not isinstance(normalizer, NormalizerConfig): raise TypeError(f"normalizer must be a NormalizerConfig, got {type(normalizer).__name__}")
-    return ESTIMATORS[name](iguana, normalizer)
+    return ESTIMATORS[name](iguana, normalizer, dpg)
 
 # %% ../../nbs/17_estimators.ipynb #c027
 class Recipe(NamedTuple):
