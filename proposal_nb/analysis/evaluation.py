@@ -12,11 +12,11 @@ from scipy.special import gammaln
 from ..estimators.weights import snis_mean_np, ess_np
 
 # %% auto #0
-__all__ = ['DRAW_COLUMNS', 'TAG_COLUMNS', 'SD_EFFECT', 'BASE_COLUMNS', 'validate_draws', 'load_draws', 'DrawArrays',
-           'draw_arrays', 'pass_at_k', 'metric_names', 'prompt_metrics', 'distinct_share', 'bootstrap_counts',
-           'bootstrap_means', 'percentile_ci', 'paired_halfwidth', 'plan_draws', 'Evaluation', 'evaluate',
-           'prompt_rates', 'Skyline', 'skyline', 'label_checkpoints', 'evaluation_tables', 'write_evaluation',
-           'plot_metrics', 'plot_paired']
+__all__ = ['DRAW_COLUMNS', 'TAG_COLUMNS', 'TEXT_COLUMNS', 'SD_EFFECT', 'BASE_COLUMNS', 'validate_draws', 'load_draws',
+           'DrawArrays', 'draw_arrays', 'pass_at_k', 'metric_names', 'prompt_metrics', 'distinct_share',
+           'bootstrap_counts', 'bootstrap_means', 'percentile_ci', 'paired_halfwidth', 'plan_draws', 'Evaluation',
+           'evaluate', 'prompt_rates', 'Skyline', 'skyline', 'label_checkpoints', 'evaluation_tables',
+           'write_evaluation', 'with_completions', 'plot_metrics', 'plot_paired']
 
 # %% ../../nbs/30_evaluation.ipynb #c005
 DRAW_COLUMNS = {  # name: (kind, meaning) of every required column of a draw table
@@ -36,6 +36,9 @@ TAG_COLUMNS = {  # optional per-prompt tags, constant within a prompt
     "library":    "library or task family (e.g. 'numpy', 'humaneval')",
     "difficulty": "difficulty label",
     "split":      "'train' or 'heldout'",
+}
+TEXT_COLUMNS = {  # optional per-draw text: shown by the results site, never read by the metrics
+    "completion": "the completion's text as graded: its tokens decoded with special tokens skipped (what every engine grades)",
 }
 
 # %% ../../nbs/30_evaluation.ipynb #c007
@@ -371,6 +374,23 @@ def write_evaluation(folder, # the evaluation's run folder
     "Write the summary, paired and per_prompt tables of an evaluation into its run folder; return the paths."
     from proposal_nb.results import write_table
     return [write_table(folder, name, getattr(ev, name)) for name in ("summary", "paired", "per_prompt")]
+
+# %% ../../nbs/30_evaluation.ipynb #cmp02
+def with_completions(draws:pd.DataFrame, # evaluation draws with `token_ids` (made with keep_tokens=True), or with `completion` already
+                     tokenizer, # the tokenizer of the model that drew them
+                    )->pd.DataFrame: # the draws with a `completion` column (a text on every row)
+    "The draws with each row's completion text: its `token_ids` decoded with special tokens skipped (the text the checker graded)."
+    has = "completion" in draws.columns
+    need = draws["completion"].isna().to_numpy() if has else np.ones(len(draws), bool)
+    if not need.any(): return draws
+    if "token_ids" not in draws.columns:
+        raise ValueError(f"{int(need.sum())} draw(s) have no completion text and the table has no token_ids to decode it from: "
+                         "make the draws with keep_tokens=True")
+    texts = tokenizer.batch_decode([list(t) for t in draws["token_ids"].to_numpy()[need]], skip_special_tokens=True)
+    out = draws.copy()
+    if not has: out["completion"] = None
+    out.loc[need, "completion"] = texts
+    return out.astype({"completion": object})
 
 # %% ../../nbs/30_evaluation.ipynb #c054
 def plot_metrics(summary:pd.DataFrame, # Evaluation.summary
