@@ -12,7 +12,7 @@ import pandas as pd
 from ..results import find_runs
 from .tables import z_tables, heldout_tables
 from .charts import chart_spec, spec_values, PROMPT_SIGNAL
-from .pages import Page, PAGES, ORIGINS, run_page, table_html
+from .pages import Page, PAGES, ORIGINS, run_page, table_html, completions_html
 from .browser import find_chromium, verify_site
 
 # %% auto #0
@@ -71,8 +71,8 @@ def compact(x, # a value: float, dict, list, tuple or anything else (returned as
 
 # %% ../../nbs/38d_site_build.ipynb #c011
 def _block_html(page:Page, # the page the block is on (named in errors)
-                kind:str, # block kind: h2, p, html, table, img, chart, spec or prompts
-                x, # the block's content (text, table, (src, caption), Altair chart, spec or prompt dict)
+                kind:str, # block kind: h2, p, html, table, img, chart, spec, prompts or completions
+                x, # the block's content (text, table, (src, caption), Altair chart, spec, prompt dict or completion sample)
                 n:int, # the number of charts before it on the page
                 arms:Sequence[str]|None, # colour domain of the `arm` field (None: leave colours alone)
                )->str: # the block's HTML
@@ -90,6 +90,7 @@ def _block_html(page:Page, # the page the block is on (named in errors)
     if kind == "prompts":
         data = json.dumps(x, allow_nan=False).replace("</", "<\\/")
         return f"<div id='prompt-panel'><p class='note'>Click a point to see its prompt.</p></div><script type='application/json' id='prompt-data'>{data}</script>"
+    if kind == "completions": return completions_html(x)
     raise ValueError(f"page {page.slug}: unknown block kind {kind!r}")
 
 def nav_html(nav:Sequence[tuple], # (slug, title) or (slug, title, group) of every page, in order; run pages' slugs start with run-
@@ -115,7 +116,7 @@ def render_page(page:Page, # the page
     for kind, x in page.blocks:
         body.append(_block_html(page, kind, x, n, arms)); n += kind in ("chart", "spec")
     links = nav_html(nav, page.slug)
-    script = f"<script src='{VENDOR_JS}'></script><script src='site.js'></script>" if n else ""
+    script = (f"<script src='{VENDOR_JS}'></script>" if n else "") + ("<script src='site.js'></script>" if n or any(k == "completions" for k, _ in page.blocks) else "")
     return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(page.title)} · proposal_nb results</title>"
             f"<link rel='stylesheet' href='style.css'></head><body><nav>{links}</nav><main><h1>{html.escape(page.title)}</h1>"
             + "\n".join(body) + f"</main>{script}</body></html>")
@@ -251,6 +252,7 @@ def show_page(slug:str, # page slug (see page_for)
         elif kind == "table": out.append(HTML(table_html(x)))
         elif kind == "chart": out.append(x)
         elif kind == "img": out.append(HTML(f"<p>{html.escape(x[1])}</p>"))
+        elif kind == "completions": out.append(HTML(completions_html(x)))
         elif kind == "prompts":
             out.append(HTML(table_html(pd.DataFrame([{"prompt_id": k, **{c: v for c, v in d.items() if c != "rows"}} for k, d in x.items()]), 200)))
     for o in out: display(o)

@@ -11,16 +11,19 @@ import pandas as pd
 from ..results import Run, read_table, read_json, run_tables, TABLE_EXTS
 from ..analysis.findings import findings_table, PUBLISHED
 from ..programs.grading import calibration_pool
+from ..programs.tasks import extract_program
 from .tables import (HEADLINE, REPORT_CARD, ZBIN_LABELS, collect, default_arm, config_field, shown_potential, headline_table, with_rates, bin_table,
-                                     updown_table, training_draws, train_bin_table, task_texts, prompt_details, breaks_even)
+                                     updown_table, training_draws, train_bin_table, task_texts, prompt_details, breaks_even,
+                                     completion_sample, COMPLETION_K, COMPLETION_GROUPS, NO_COMPLETIONS)
 from .charts import (training_chart, metric_band_chart, paired_chart, rates_charts, bins_chart, train_bins_chart,
                                      prompt_chart, table_chart, breakeven_charts)
 
 # %% auto #0
-__all__ = ['FINDINGS_NOTE', 'RUN_COLUMNS', 'ORIGINS', 'MISSING_TEXT', 'CONTROL_TABLES', 'PAGES', 'Page', 'table_html', 'kinds',
-           'findings_blocks', 'related_runs', 'runs_table', 'page_overview', 'page_rates', 'page_training',
-           'weights_caveat', 'page_heldout', 'page_bins', 'prompt_texts', 'page_prompts', 'page_report_card',
-           'page_calibration', 'page_breakeven', 'run_page']
+__all__ = ['FINDINGS_NOTE', 'RUN_COLUMNS', 'ORIGINS', 'MISSING_TEXT', 'CONTROL_TABLES', 'COMPLETION_CHARS', 'TEXT_ONLY', 'PAGES',
+           'Page', 'table_html', 'kinds', 'findings_blocks', 'related_runs', 'runs_table', 'page_overview',
+           'page_rates', 'page_training', 'weights_caveat', 'page_heldout', 'page_bins', 'prompt_texts', 'page_prompts',
+           'page_report_card', 'page_calibration', 'page_breakeven', 'completions_html', 'completion_blocks',
+           'run_page']
 
 # %% ../../nbs/38c_site_pages.ipynb #c005
 class Page(NamedTuple):
@@ -312,6 +315,52 @@ def page_breakeven(runs, # the run folders (results.find_runs)
 def _kv(d)->pd.DataFrame:
     return pd.DataFrame([{"key": k, "value": v if isinstance(v, str) else json.dumps(v)} for k, v in d.items()])
 
+COMPLETION_CHARS = 2000                            # a longer program or completion is cut on the page (draws.parquet keeps it whole)
+TEXT_ONLY = ("completion", "token_ids", "prompt_ids")   # columns of a draws table the run page's tables leave out
+
+def _cut(text:str, n:int)->str: return text if len(text) <= n else text[:n] + f"\n… ({len(text) - n:,} more characters)"
+
+def completions_html(sample:pd.DataFrame, # from site.tables.completion_sample
+                     chars:int=COMPLETION_CHARS, # longest program or completion shown
+                    )->str:
+    "The sampled draws as HTML: a search box, then per group a card per draw (id, why, prompt, weights, verdict, the program as code); every text escaped."
+    e = lambda x: html.escape(str(x), quote=True)
+    num = lambda x, f: "–" if pd.isna(x) else format(float(x), f)
+    out = ["<div class='completions'><p class='find'><label>Find a draw by id <input type='search' class='draw-find' "
+           f"placeholder='{e(sample.id.iloc[0])}'></label> <span class='draw-find-count note'></span></p>"]
+    for group, g in sample.groupby("group", sort=False):
+        out.append(f"<h3>{e(group)}</h3>")
+        for r in g.itertuples(index=False):
+            text = str(r.completion); prog = extract_program(text)
+            facts = [f"<span class='why'>{e(r.why)}</span>", f"prompt <code>{e(r.prompt_id)}</code>", f"log w {num(r.logw, '.4g')}",
+                     f"w̄ {num(r.wbar, '.3f')}", f"valid {num(r.valid, 'g')}"]
+            if hasattr(r, "correct"): facts.append(f"correct {num(r.correct, 'g')}")
+            if hasattr(r, "length"): facts.append(f"{num(r.length, 'g')} tokens")
+            whole = "" if prog.strip() == text.strip() else (f"<details><summary>whole completion ({len(text):,} characters)</summary>"
+                                                             f"<pre><code>{e(_cut(text, chars))}</code></pre></details>")
+            out.append(f"<div class='draw' id='draw-{e(r.id)}' data-id='{e(r.id)}'><p class='draw-head'><code>{e(r.id)}</code> · "
+                       + " · ".join(facts) + f"</p><pre class='program'><code>{e(_cut(prog, chars))}</code></pre>{whole}</div>")
+    return "\n".join(out) + "</div>"
+
+def completion_blocks(run:Run, # the run
+                      draws:pd.DataFrame, # its draws table
+                     )->list: # the blocks of the run page's Completions section
+    "A run's Completions section: the rule, then the sampled draws; or a note that the run stored hashes only."
+    s = completion_sample(draws)
+    if s is None: return [("h2", "Completions"), ("p", f"<span class='note'>{NO_COMPLETIONS}.</span>")]
+    by = "step" if "step" in draws.columns else "checkpoint"
+    kept, total = s.group.nunique(), draws.loc[draws["completion"].notna(), by].nunique()
+    stored = int(draws["completion"].notna().sum())
+    where = f"{run.path.parent.name}/{run.name}"
+    rule = (f"{len(s)} of the {stored:,} draws whose text this run stored" + (f" (of {len(draws):,} draws)" if stored < len(draws) else "")
+            + f". Per {by} ({kept} of {total} shown: the first, the last and evenly spaced ones between; at most {COMPLETION_GROUPS}): "
+            f"the {COMPLETION_K} highest-weight, the {COMPLETION_K} lowest-weight and {COMPLETION_K} random draws (ranks seeded, seed 0). "
+            "log w is the draw's log importance weight, w̄ its share of its particle set's weight (its prompt's draws at that "
+            f"{'step' if by == 'step' else 'checkpoint and run'}). The code is the program the checker ran (the last fenced block); "
+            f"texts over {COMPLETION_CHARS:,} characters are cut. Any draw by its id: "
+            f"<code>proposal_nb.site.tables.find_draw({html.escape(repr(where))}, ID)</code>.")
+    return [("h2", "Completions"), ("p", rule), ("completions", s)]
+
 def run_page(run:Run, # the run
              out_dir:Path, # site folder (figures are linked from it, relative to it)
              runs=(), # every run of the site (links to the runs it evaluates or that evaluate it)
@@ -331,7 +380,10 @@ def run_page(run:Run, # the run
     if figs:
         blocks.append(("h2", "Figures"))
         for f in figs: blocks.append(("img", (Path(os.path.relpath(f.resolve(), Path(out_dir).resolve())).as_posix(), f.name)))
-    for name, t in run_tables(run.path).items(): blocks += [("h2", f"Table {name} ({len(t)} rows)"), ("table", t)]
+    tables = run_tables(run.path)
+    if (d := tables.get("draws")) is not None: blocks += completion_blocks(run, d)
+    for name, t in tables.items():
+        blocks += [("h2", f"Table {name} ({len(t)} rows)"), ("table", t.drop(columns=[c for c in TEXT_ONLY if c in t.columns]))]
     return Page(f"run-{run.name}", run.name, blocks)
 
 PAGES = [page_overview, page_rates, page_training, page_heldout, page_bins, page_prompts,

@@ -11,9 +11,10 @@ from ..results import Run, read_table
 from ..analysis.zbins import Z_BIN_LABELS, with_zbin
 
 # %% auto #0
-__all__ = ['HEADLINE', 'REPORT_CARD', 'ZBIN_LABELS', 'default_arm', 'collect', 'config_field', 'z_tables', 'shown_potential',
-           'one_potential', 'Heldout', 'heldout_tables', 'headline_table', 'with_rates', 'bin_table', 'updown_table',
-           'training_draws', 'train_bin_table', 'task_texts', 'prompt_details', 'breaks_even']
+__all__ = ['HEADLINE', 'REPORT_CARD', 'ZBIN_LABELS', 'COMPLETION_K', 'COMPLETION_GROUPS', 'NO_COMPLETIONS', 'default_arm',
+           'collect', 'config_field', 'z_tables', 'shown_potential', 'one_potential', 'Heldout', 'heldout_tables',
+           'headline_table', 'with_rates', 'bin_table', 'updown_table', 'training_draws', 'train_bin_table',
+           'task_texts', 'prompt_details', 'breaks_even', 'draw_ids', 'draw_weights', 'completion_sample', 'find_draw']
 
 # %% ../../nbs/38a_site_tables.ipynb #c005
 HEADLINE = ("wacc", "pass1", "validity")  # metrics of the headline table, when present
@@ -155,6 +156,7 @@ def training_draws(runs:Sequence[Run], # runs to read
     for r in runs:
         t = read_table(r.path, "draws")
         if t is None or "step" not in t.columns: continue                    # absent, or an evaluation's draws
+        t = t.drop(columns=[c for c in ("completion", "token_ids", "prompt_ids") if c in t.columns])   # texts: the run's page shows them
         frames.append(t.assign(arm=t["arm"].astype(str) if "arm" in t.columns else default_arm(r), source=r.name,
                                prompt_id=t.prompt_id.astype(str)))
     return pd.concat(frames, ignore_index=True) if frames else None
@@ -203,3 +205,75 @@ def breaks_even(per_checkpoint:pd.DataFrame, # BreakEven.per_checkpoint, as its 
     "Whether any checkpoint has a finite N* in any currency."
     cols = [c for c in per_checkpoint.columns if c.startswith("nstar_") and not c.endswith(("_lo", "_hi"))]
     return bool(np.isfinite(per_checkpoint[cols].to_numpy(float)).any()) if cols else False
+
+# %% ../../nbs/38a_site_tables.ipynb #cpl02
+COMPLETION_K = 2          # per step or checkpoint: the k highest-weight, k lowest-weight and k random draws
+COMPLETION_GROUPS = 8     # steps or checkpoints shown per run: the first, the last and evenly spaced ones between
+NO_COMPLETIONS = "completion text not stored in this run (hash only)"
+
+def draw_ids(draws:pd.DataFrame, # a draws table: training (step, prompt_id, draw) or evaluation (checkpoint, prompt_id, run, draw)
+            )->pd.Series: # one id per row, unique in the table
+    "The id of every draw: `step-S/PROMPT/M` (training) or `CHECKPOINT/PROMPT/run-R/M` (evaluation)."
+    p, m = draws["prompt_id"].astype(str), draws["draw"].astype(int).astype(str)
+    if "step" in draws.columns: return "step-" + draws["step"].astype(int).astype(str) + "/" + p + "/" + m
+    run = draws["run"].astype(int).astype(str) if "run" in draws.columns else pd.Series("0", index=draws.index)
+    ck = draws["checkpoint"].astype(str) if "checkpoint" in draws.columns else pd.Series("draws", index=draws.index)
+    return ck + "/" + p + "/run-" + run + "/" + m
+
+def draw_weights(draws:pd.DataFrame, # a draws table (log_uw, or logp, logr and logq)
+                )->pd.DataFrame: # logw, wbar (NaN when the table has no weights)
+    "log w of every draw and w̄, its share of its particle set's weight (0 when the whole set weighs 0)."
+    if "log_uw" in draws.columns: lw = draws["log_uw"].to_numpy(float)
+    elif {"logp", "logr", "logq"} <= set(draws.columns): lw = (draws["logp"] + draws["logr"] - draws["logq"]).to_numpy(float)
+    else: return pd.DataFrame(dict(logw=np.nan, wbar=np.nan), index=draws.index)
+    keys = ["step", "prompt_id"] if "step" in draws.columns else [c for c in ("checkpoint", "prompt_id", "run") if c in draws.columns]
+    g = draws.groupby(keys, sort=False).ngroup().to_numpy()
+    ok = np.isfinite(lw)
+    mx = pd.Series(np.where(ok, lw, -np.inf)).groupby(g).transform("max").to_numpy()
+    e = np.where(ok, np.exp(np.where(ok, lw, 0.0) - np.where(np.isfinite(mx), mx, 0.0)), 0.0)   # the set's largest weight is 1
+    tot = pd.Series(e).groupby(g).transform("sum").to_numpy()
+    return pd.DataFrame(dict(logw=lw, wbar=np.where(tot > 0, e / np.where(tot > 0, tot, 1.0), 0.0)), index=draws.index)
+
+# %% ../../nbs/38a_site_tables.ipynb #cpl04
+def completion_sample(draws:pd.DataFrame, # a run's draws table
+                      k:int=COMPLETION_K, # draws of each kind per group
+                      groups:int=COMPLETION_GROUPS, # steps or checkpoints kept
+                      seed:int=0, # seed of the random draws' ranks
+                     )->pd.DataFrame|None: # group, id, why, prompt_id, logw, wbar, valid (+ correct), length, completion; None: no text stored
+    "The draws a run's page shows: per step (or checkpoint), the k highest-weight, the k lowest-weight and k random ones."
+    if "completion" not in draws.columns or not draws["completion"].notna().any(): return None
+    d = draws.reset_index(drop=True)
+    d = pd.concat([d, draw_weights(d)], axis=1).assign(id=draw_ids(d))
+    by = "step" if "step" in d.columns else "checkpoint"
+    keys = [c for c in ("prompt_id", "run", "draw") if c in d.columns] + (["step"] if by == "step" else [])
+    code = d.groupby(keys, sort=False).ngroup().to_numpy()
+    d["rank"] = np.random.default_rng(seed).permutation(code.max() + 1)[code]
+    d = d[d["completion"].notna()]
+    names = sorted(d[by].unique()) if by == "step" else list(dict.fromkeys(d[by]))
+    if len(names) > groups: names = [names[i] for i in np.unique(np.linspace(0, len(names) - 1, groups).round().astype(int))]
+    out = []
+    for name in names:
+        t = d[d[by] == name].sort_values("rank")
+        w = t["logw"].fillna(-np.inf)
+        hi = t.loc[w.sort_values(ascending=False, kind="stable").index[:k]]
+        rest = t.drop(hi.index)
+        lo = rest.loc[w[rest.index].sort_values(kind="stable").index[:k]]
+        rnd = rest.drop(lo.index).head(k)
+        out += [x.assign(why=why) for x, why in ((hi, "highest weight"), (lo, "lowest weight"), (rnd, "random"))]
+    s = pd.concat(out, ignore_index=True)
+    s.insert(0, "group", [f"step {v}" if by == "step" else f"checkpoint {v}" for v in s[by]])
+    cols = ["group", "id", "why", "prompt_id", "logw", "wbar", "valid", *[c for c in ("correct", "arm") if c in s.columns], "length", "completion"]
+    return s[[c for c in cols if c in s.columns]]
+
+def find_draw(folder, # a run folder with a draws table
+              draw_id:str, # an id from `draw_ids` (shown on the run's page)
+             )->pd.Series: # the draw's row, with its weights and completion (when stored)
+    "Any draw of a run by its id, shown on the run's page or not."
+    t = read_table(folder, "draws")
+    if t is None: raise FileNotFoundError(f"{folder}: no draws table")
+    ids = draw_ids(t)
+    hit = np.flatnonzero(ids.to_numpy() == draw_id)
+    if not len(hit):
+        raise KeyError(f"{folder}: no draw {draw_id!r} among its {len(t)} draws (ids look like {ids.iloc[0]!r})")
+    i = int(hit[0])
+    return pd.concat([t.iloc[i], draw_weights(t).iloc[i]]).rename(draw_id)

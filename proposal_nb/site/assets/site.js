@@ -26,5 +26,19 @@
       try { res.view.addSignalListener('prompt', function(n, v){ showPrompt(promptId(v)); }); } catch(e) {}
     }));
   });
+  // the run pages' completion samples: the search box shows the draws whose id holds what is typed
+  document.querySelectorAll('.completions').forEach(function(box){
+    const input=box.querySelector('input.draw-find'), count=box.querySelector('.draw-find-count'); if(!input) return;
+    const cards=Array.from(box.querySelectorAll('.draw')), heads=Array.from(box.querySelectorAll('h3'));
+    input.addEventListener('input', function(){
+      const q=input.value.trim().toLowerCase(); let n=0;
+      cards.forEach(function(c){ const hit=!q||c.dataset.id.toLowerCase().includes(q); c.style.display=hit?'':'none'; n+=hit; });
+      heads.forEach(function(h){ let e=h.nextElementSibling, any=false;
+        while(e&&e.tagName!=='H3'){ if(e.classList.contains('draw')&&e.style.display!=='none') any=true; e=e.nextElementSibling; }
+        h.style.display=any?'':'none'; });
+      count.textContent=q?(n?n+' of '+cards.length+' shown draws':'not among the shown draws: find_draw (above) reads any draw'):'';
+      box.dataset.shown=String(n);
+    });
+  });
   Promise.all(jobs).then(function(){ window.__siteReady=true; }, function(e){ console.error('chart failed: '+e); window.__siteReady='error'; });
 })();
