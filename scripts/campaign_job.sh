@@ -8,7 +8,8 @@
 # short case unbroken and chained (campaign.py chain-check); `weightcheck` trains 25 iguana steps in bf16 and in fp32 (E_q[p/q] = 1); ARM_fp32 (iguana_fp32, ...) trains in fp32 beside base_fp32; `card_fp32` evaluates bc_card's adapter in fp32 (row 7); iguana_strict and iguana_kl_strict train through the generic
 # branch, with base-strict on the CPU beside them. Logs go to RUNS/_logs, packed with the runs.
 # Call 1 carries .devmodel/a and copies it to /tmp/m/ (see ../shared/tools/device-model.sh); this call carries
-# .devmodel/b and .campaign/src (a source snapshot: git archive <commit> proposal_nb + scripts/campaign.py + COMMIT; from 2026-12-03 also
+# .devmodel/b and .campaign/src (a source snapshot: git archive <commit> proposal_nb + scripts/campaign.py (+ scripts/confirm.py and
+# nbs/runs/params/confirm for the confirm_* arms) + COMMIT; from 2026-12-03 also
 # nbs/runs/params/campaign at the same path under .campaign/src, the design proposal_nb.pipeline.campaign_job reads; an older
 # snapshot's .campaign/src/campaign_design is read too).
 # Runs live in /tmp/runs, so a later call on the same warm machine resumes them; to resume on a fresh machine, put the
@@ -34,8 +35,11 @@ END=$(( T0 + BUDGET - 60 )); left() { echo $(( END - $(date +%s) )); }
 echo "arms ${ARMS[*]} on $NG GPU(s), stopping by $(( END - T0 )) s into the job"
 # the fp32 arms (ARM_fp32: a bf16 arm's settings in fp32) compare against base_fp32, the base arm's held-out draws in fp32;
 # every other arm needs base's (bf16) draws
-FP32=""; BF16=""; for a in "${ARMS[@]}"; do case $a in *_fp32) FP32=1;; *) BF16=1;; esac; done
+FP32=""; BF16=""; CONFIRM=""; for a in "${ARMS[@]}"; do case $a in confirm_*) CONFIRM=1;; *_fp32) FP32=1;; *) BF16=1;; esac; done
 [ -n "$BF16" ] && [ ! -f $R/base/heldout_draws.parquet ] && CUDA_VISIBLE_DEVICES=0 timeout $(left) $C base $R --model $MODEL > $L/base.log 2>&1 &
+# the confirmatory runs (confirm_ARM_sSEED, scripts/confirm.py) compare against base_confirm, drawn once on every evaluation set
+K="python3 .campaign/src/confirm.py"
+[ -n "$CONFIRM" ] && [ ! -f $R/base_confirm/heldout_draws.parquet ] && CUDA_VISIBLE_DEVICES=0 timeout $(left) $K base $R --model $MODEL > $L/base_confirm.log 2>&1 &
 [ -n "$FP32" ] && [ ! -f $R/base_fp32/heldout_draws.parquet ] && CUDA_VISIBLE_DEVICES=0 timeout $(left) $C base-fp32 $R --model $MODEL > $L/base_fp32.log 2>&1 &
 # the strict arms (iguana_strict, iguana_kl_strict: the generic branch below) compare against base_strict: base's own held-out
 # draws regraded with strict on this box's CPU (no GPU), once base's draws exist; their checkpoint evaluations wait for it
@@ -65,6 +69,8 @@ for a in "${ARMS[@]}"; do
       [ -f $R/weight_check/$d/iguana/draws.parquet ] || timeout $(left) $C train iguana $R/weight_check/$d --model $MODEL --dtype $d --stop-at 25 \
         --no-eval --deadline-s $(left) > $L/wc_$d.log 2>&1 &
     done
+  elif [[ $a == confirm_* ]]; then   # a confirmatory run: resumed, evaluated at its last step; a finished or stopped run is left alone
+    ( $K finished $R/$a || timeout $(( $(left) + 40 )) $K train $a $R --model $MODEL --deadline-s $(left) ) > $L/$a.log 2>&1 &
   elif [ "$a" = chaincheck ]; then
     [ -f $R/chain_check/chain_check.json ] || timeout $(left) $C chain-check $R/chain_check --steps 6 --split-at 3 --model $MODEL > $L/chaincheck.log 2>&1 &
   else

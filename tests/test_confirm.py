@@ -1,0 +1,34 @@
+"""The confirmatory campaign's pre-registration (issue 39): the design file is fixed before its runs return data, and the
+job script runs its arms through scripts/confirm.py."""
+import hashlib, subprocess, sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DESIGN = REPO / "nbs" / "runs" / "params" / "confirm" / "design.yaml"
+# The sha256 of design.yaml as committed before the first confirmatory job ran (2026-12-04). Changing the design after that
+# is a new campaign, not an edit: give it a new file and say why in its header.
+FIXED = "607b65bc76eb495fc1a8136264dd0debfcb7e4c3893f6669e7bf70dfe1bd5be9"
+
+
+def test_design_is_the_preregistered_one():
+    assert hashlib.sha256(DESIGN.read_bytes()).hexdigest() == FIXED, f"{DESIGN} changed after its runs began"
+
+
+def test_names_and_settings():
+    from proposal_nb.pipeline.confirm_job import arm_names, arm_settings
+    names = arm_names()
+    assert len(names) == 15 and names[0] == "confirm_iguana_s1" and names[-1] == "confirm_rb_msc_m2_s3"
+    draws = {n: (s := arm_settings(n))["steps"] * s["M"] * s["prompts_per_step"] for n in names}
+    assert set(draws.values()) == {20_000}, draws          # every run: the published arms' 20,000 draws
+
+
+def test_script_lists_the_runs():
+    out = subprocess.run([sys.executable, str(REPO / "scripts" / "confirm.py"), "names"], capture_output=True, text=True, cwd=REPO)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[:5] == ["confirm_iguana_s1", "confirm_msc_s1", "confirm_rb_msc_s1", "confirm_msc_m2_s1", "confirm_rb_msc_m2_s1"]
+
+
+def test_job_script_runs_confirm_arms_through_confirm_py():
+    sh = (REPO / "scripts" / "campaign_job.sh").read_text()
+    assert 'K="python3 .campaign/src/confirm.py"' in sh and "$K train $a $R" in sh and "$K base $R" in sh
+    assert subprocess.run(["bash", "-n", str(REPO / "scripts" / "campaign_job.sh")]).returncode == 0
