@@ -353,8 +353,9 @@ def completion_blocks(run:Run, # the run
     stored = int(draws["completion"].notna().sum())
     where = f"{run.path.parent.name}/{run.name}"
     rule = (f"{len(s)} of the {stored:,} draws whose text this run stored" + (f" (of {len(draws):,} draws)" if stored < len(draws) else "")
-            + f". Per {by} ({kept} of {total} shown: the first, the last and evenly spaced ones between; at most {COMPLETION_GROUPS}): "
-            f"the {COMPLETION_K} highest-weight, the {COMPLETION_K} lowest-weight and {COMPLETION_K} random draws (ranks seeded, seed 0). "
+            + (f". Per {by} (all {total}): " if kept == total else
+               f". Per {by} ({kept} of {total}: the first, the last and evenly spaced ones between; at most {COMPLETION_GROUPS}): ")
+            + f"the {COMPLETION_K} highest-weight, the {COMPLETION_K} lowest-weight and {COMPLETION_K} random draws (ranks seeded, seed 0). "
             "log w is the draw's log importance weight, w̄ its share of its particle set's weight (its prompt's draws at that "
             f"{'step' if by == 'step' else 'checkpoint and run'}). The code is the program the checker ran (the last fenced block); "
             f"texts over {COMPLETION_CHARS:,} characters are cut. Any draw by its id: "
