@@ -8,9 +8,9 @@ from pathlib import Path
 from . import campaign_job as cj
 
 # %% auto #0
-__all__ = ['DESIGN_FILE', 'DESIGN', 'PREFIX', 'EVAL_RESERVE_S', 'COMMANDS', 'load_design', 'arm_names', 'parse_arm',
-           'arm_settings', 'arm_config', 'split', 'eval_sets', 'eval_draws', 'base_eval', 'final_eval', 'train',
-           'finished', 'plan', 'main']
+__all__ = ['DESIGN_FILE', 'DESIGN', 'PREFIX', 'EVAL_RESERVE_S', 'RUN_FILES', 'USER_COMMAND', 'COMMANDS', 'load_design',
+           'arm_names', 'parse_arm', 'arm_settings', 'arm_config', 'split', 'eval_sets', 'eval_draws', 'base_eval',
+           'final_eval', 'train', 'finished', 'ledger', 'by_set', 'run_summary', 'readme', 'publish', 'plan', 'main']
 
 # %% ../../nbs/39g_confirm_job.ipynb #c005
 DESIGN_FILE = cj.REPO / "nbs" / "runs" / "params" / "confirm" / "design.yaml"   # the checkout's (and a source snapshot's) design
@@ -23,7 +23,7 @@ def load_design(path:Path=DESIGN_FILE)->dict:
 
 DESIGN = load_design()
 PREFIX = "confirm_"
-EVAL_RESERVE_S = 420     # seconds kept for the last step's evaluation (about 5,300 draws beside four other runs)
+EVAL_RESERVE_S = 420     # seconds kept for the last step's evaluation: 5,340 draws took 302 s alone on the H200 (published/confirm_runs)
 
 # %% ../../nbs/39g_confirm_job.ipynb #c006
 def arm_names(design:dict=DESIGN)->list[str]:
@@ -124,7 +124,7 @@ def final_eval(run, base_file:Path, ex, design:dict=DESIGN, wait_s:float=1800)->
 
 # %% ../../nbs/39g_confirm_job.ipynb #c021
 def train(name:str, runs:Path, model_path:str, deadline_s:float, overrides:dict|None=None, design:dict=DESIGN,
-          evaluate:bool=True)->dict:
+          evaluate:bool=True, eval_reserve_s:float=EVAL_RESERVE_S)->dict:
     "One job's share of a run: train (resumed), evaluate at its last step, append a ledger line."
     import torch
     from proposal_nb.lm.models import add_lora, load_model, model_dtype
@@ -139,8 +139,11 @@ def train(name:str, runs:Path, model_path:str, deadline_s:float, overrides:dict|
     run = OnlineRun(peft, tok, split(design)[0], make_potential("no_error", ex), cfg, run_dir, base_path=model_path)
     start, last, stopped = run.step, cfg.loop.steps, None
     evals = Evaluate(lambda r: final_eval(r, Path(runs) / "base_confirm" / "heldout_draws.parquet", ex, design), [last] if evaluate else [])
-    clock = Deadline(deadline_s, start=t0, extra=lambda step: EVAL_RESERVE_S if evaluate and step == last else 0)
-    try: run.train(progress=False, stop_after=last - run.step, callbacks=[SavePoints([last], final=True), evals, clock])
+    clock = Deadline(deadline_s, start=t0, extra=lambda step: eval_reserve_s if evaluate and step == last else 0)
+    try:
+        run.train(progress=False, stop_after=last - run.step, callbacks=[SavePoints([last], final=True), evals, clock])
+        if evaluate and run.step == last and not evals.results and not (run_dir / "heldout" / f"step-{last}_draws.parquet").exists():
+            evals.results.append(evals.fn(run))   # resumed at the last step: the job that reached it ended before its evaluation did
     except WeightIdentityError as e: stopped = f"identity: {e}"; run.save()
     finally: ex.__exit__(None, None, None)
     return cj._ledger(run_dir, dict(arm=name, start_step=start, end_step=run.step, steps=last, stopped=stopped,
@@ -156,6 +159,99 @@ def finished(run_dir:Path)->bool:
     last = json.loads(led.read_text().splitlines()[-1])
     return bool(last.get("stopped")) or last["end_step"] >= last["steps"]
 
+# %% ../../nbs/39g_confirm_job.ipynb #c031
+RUN_FILES = ("config.json", "log.parquet", "draws.parquet", "exact.json", "ledger.jsonl", "heldout_draws.parquet")
+USER_COMMAND = ("bash scripts/campaign_job.sh 560 confirm_iguana_s1 confirm_msc_s1 confirm_rb_msc_s1 confirm_msc_m2_s1 confirm_rb_msc_m2_s1 "
+                "&& .venv/bin/python scripts/confirm.py publish RUNS published/confirm_runs")   # then _s2, _s3; each line resumes
+
+def ledger(run_dir:Path)->list[dict]:
+    "A run's ledger lines, one per job (empty when it has none)."
+    f = Path(run_dir) / "ledger.jsonl"
+    return [json.loads(l) for l in f.read_text().splitlines() if l.strip()] if f.exists() else []
+
+def by_set(draws)->dict:
+    "Validity and correctness of evaluation draws, by set."
+    return {k: dict(validity=round(float(g.valid.mean()), 4), correct=round(float(g.correct.mean()), 4), draws=len(g))
+            for k, g in draws.groupby("set")}
+
+# %% ../../nbs/39g_confirm_job.ipynb #c032
+def run_summary(run_dir:Path)->dict:
+    "One run's record: last step logged, jobs and their seconds, the weight check's windows, and its last evaluation by set."
+    import pandas as pd
+    d, led = Path(run_dir), ledger(run_dir)
+    out = dict(run=d.name, steps=led[-1].get("steps") if led else None, reached=0, stopped=led[-1].get("stopped") if led else None,
+               jobs=len(led), job_wall_s=round(sum(l.get("wall_s", 0) for l in led), 1))
+    if (d / "log.parquet").exists():
+        log = pd.read_parquet(d / "log.parquet")
+        w = log.dropna(subset=["pq_window_out"]) if "pq_window_out" in log else log.iloc[:0]
+        t = [c for c in ("t_generation", "t_potential", "t_scoring", "t_update") if c in log]
+        out |= dict(reached=int(log.step.max()), identity_windows=len(w), identity_out=int(w.pq_window_out.sum()),
+                    identity_means=[round(float(x), 3) for x in w.get("pq_window_mean", [])], step_s=round(float(log[t].sum(axis=1).sum()), 1))
+    if ev := sorted((d / "heldout").glob("step-*_draws.parquet"), key=lambda p: int(p.name.split("-")[1].split("_")[0])):
+        out |= dict(evaluated=ev[-1].name.split("_")[0], eval=by_set(pd.read_parquet(ev[-1], columns=["set", "valid", "correct"])))
+    out["complete"] = bool(out["steps"]) and out["reached"] >= out["steps"] and "eval" in out
+    return out
+
+# %% ../../nbs/39g_confirm_job.ipynb #c033
+def readme(summary:dict, notes:str="")->str:
+    "The folder's README, from its summary."
+    sets = ("embedded", "humaneval", "train")
+    cell = lambda e, k, m: f"{e[k][m]:.3f}" if e and k in e else "—"
+    b = summary["base"]
+    rows = [f"| base_confirm | — | 1 / {b['job_wall_s']:.0f} | — | " + " | ".join(cell(b["eval"], k, "validity") for k in sets)
+            + f" | {cell(b['eval'], 'embedded', 'correct')} |"]
+    for r in summary["runs"]:
+        rows.append(f"| {r['run']} | {r['reached']} of {r['steps']}{' (stopped)' if r['stopped'] else ''}{'' if r['complete'] else ', incomplete'} | "
+                    f"{r['jobs']} / {r['job_wall_s']:.0f} | {r.get('identity_out', '—')} of {r.get('identity_windows', '—')} | "
+                    + " | ".join(cell(r.get("eval"), k, "validity") for k in sets) + f" | {cell(r.get('eval'), 'embedded', 'correct')} |")
+    done = [r["run"] for r in summary["runs"] if r["complete"]]
+    return "\n".join([
+        "# The confirmatory campaign's runs (issue 39)", "",
+        f"Runs of the pre-registered design `nbs/runs/params/confirm/design.yaml` (sha256 {summary['design_sha256'][:12]}…): five arms at "
+        "three seeds, exact weights in bf16, 42 training prompts, 246 held out (82 embedded, 164 HumanEval), evaluated once at "
+        f"step 250. Complete so far: {len(done)} of {summary['planned']} ({', '.join(done) or 'none'}). No verdict is drawn here: the "
+        "design's readings need three seeds of each arm.", "",
+        "| run | steps reached | jobs / their seconds | weight-check windows out | validity: embedded | humaneval | train prompts | pass@1: embedded |",
+        "|---|---|---|---|---|---|---|---|", *rows, "",
+        "A window is out when its mean of p/q lies more than 3 SE from 1 (25 steps a window). Validity and pass@1 are the "
+        "shares of all draws (embedded 4 x 10 a prompt, HumanEval and the training prompts 1 x 10). Each run's folder holds its "
+        "log, draws, ledger and held-out draws (`heldout/step-N_draws.parquet`, and `_prior.parquet`: base's held-out draws "
+        "re-scored under the run's adapter); a complete run also its adapter. `summary.json` holds these numbers; the jobs' "
+        "logs are in `logs/`.", *([ "", "## Notes on the jobs", "", notes.strip()] if notes.strip() else []), ""])
+
+# %% ../../nbs/39g_confirm_job.ipynb #c034
+def publish(runs:Path, out:Path, user_command:str=USER_COMMAND, design:dict=DESIGN)->dict:
+    "Copy every run's tables (and a complete run's adapter) from `runs` into `out`; write summary.json, config.json and README.md."
+    import shutil, pandas as pd
+    runs, out = Path(runs), Path(out); out.mkdir(parents=True, exist_ok=True)
+    names = [d.name for d in sorted(runs.iterdir()) if d.is_dir() and d.name.startswith(PREFIX)]
+    for n in ["base_confirm", *names]:
+        src, dst = runs / n, out / n; dst.mkdir(exist_ok=True)
+        for f in RUN_FILES:
+            if (src / f).exists(): shutil.copy2(src / f, dst / f)
+        if (src / "heldout").is_dir(): shutil.copytree(src / "heldout", dst / "heldout", dirs_exist_ok=True)
+    if (runs / "_logs").is_dir(): shutil.copytree(runs / "_logs", out / "logs", dirs_exist_ok=True)
+    summaries = [run_summary(runs / n) for n in names]
+    for s in summaries:
+        ck = sorted((runs / s["run"] / "checkpoints").glob("step-*"), key=lambda p: int(p.name.split("-")[1].split(".")[0]))
+        if s["complete"] and ck and (ck[-1] / "adapter").is_dir(): shutil.copytree(ck[-1] / "adapter", out / s["run"] / "adapter", dirs_exist_ok=True)
+    bl = ledger(runs / "base_confirm")
+    base = dict(job_wall_s=round(sum(l.get("wall_s", 0) for l in bl), 1), eval=by_set(pd.read_parquet(runs / "base_confirm" / "heldout_draws.parquet",
+                                                                                                     columns=["set", "valid", "correct"])))
+    summary = dict(design_sha256=design["sha256"], planned=len(arm_names(design)), base=base, runs=summaries)
+    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    lines = bl + [l for n in names for l in ledger(runs / n)]
+    notes = (runs / "notes.md").read_text() if (runs / "notes.md").exists() else ""
+    gpus = sorted({l["gpu"] for l in lines if l.get("gpu")})
+    config = dict(kind="confirm", design="nbs/runs/params/confirm/design.yaml", design_sha256=design["sha256"],
+                  machine=f"{', '.join(gpus)} (nvidia-h200 device, bf16)", date=max(l["date"] for l in lines),
+                  commit=sorted({l["commit"] for l in lines if l.get("commit")}),
+                  command="bash scripts/campaign_job.sh BUDGET_S confirm_ARM_sSEED ... (chained jobs); then python scripts/confirm.py publish RUNS OUT",
+                  user_command=user_command, runs=names)
+    (out / "config.json").write_text(json.dumps(config, indent=1))
+    (out / "README.md").write_text(readme(summary, notes))
+    return summary
+
 # %% ../../nbs/39g_confirm_job.ipynb #c025
 def plan(out:Path, design:dict=DESIGN)->dict:
     "Write confirm.json: the design and every run's settings, fixed before any run."
@@ -170,7 +266,9 @@ COMMANDS = {
     "names": lambda a: print(" ".join(arm_names())),
     "base": lambda a: base_eval(Path(a.args[0]), cj._model_path(a)),
     "train": lambda a: train(a.args[0], Path(a.args[1]), cj._model_path(a), a.deadline_s,
-                             {k: cj._cast(DESIGN["shared"].get(k), v) for k, v in (x.split("=", 1) for x in a.set)}, evaluate=not a.no_eval),
+                             {k: cj._cast(DESIGN["shared"].get(k), v) for k, v in (x.split("=", 1) for x in a.set)}, evaluate=not a.no_eval,
+                             eval_reserve_s=a.eval_reserve_s),
+    "publish": lambda a: publish(Path(a.args[0]), Path(a.args[1])),
     "finished": lambda a: sys.exit(0 if finished(Path(a.args[0])) else 1),
 }
 
@@ -180,4 +278,5 @@ def main(argv=None):
     ap.add_argument("--deadline-s", type=float, default=480); ap.add_argument("--gguf", default=""); ap.add_argument("--model", default="")
     ap.add_argument("--set", action="append", default=[], help="key=value over the run's settings (smoke tests only)")
     ap.add_argument("--no-eval", action="store_true", help="train: no evaluation at the last step")
+    ap.add_argument("--eval-reserve-s", type=float, default=EVAL_RESERVE_S, help="train: seconds kept for the evaluation after the last step")
     return COMMANDS[(a := ap.parse_args(argv)).cmd](a)
