@@ -285,3 +285,16 @@ def test_a_checker_of_ones_own_trains_the_run(user):
     assert json.loads((run / "config.json").read_text())["potential"] == "my_checks:has_a"
     log = pd.read_parquet(run / "log.parquet")
     assert len(log) == 2 and log.validity.between(0, 1).all()
+
+
+def test_a_checker_of_ones_own_is_refused_by_name(user):
+    "Issue 40 item 3: a checker of the wrong signature stops the run before a kernel starts, naming it; one whose value leaves"
+    " [0, 1] fails the run on its first use, naming the checker, the task and the value."
+    (user / "bad_checks.py").write_text("def one_arg(completion): return 1.0\ndef big(task, completion): return 1.5\n")
+    t = time.time()
+    p = cli(*TRAIN, "-p", "potential", "bad_checks:one_arg", "--out", "runs/bad_signature", *SMALL_TRAIN, cwd=user, PYTHONPATH=str(user))
+    assert p.returncode == 1 and "checker 'bad_checks:one_arg': it must take (task, completion)" in p.stderr and "nothing was started" in p.stderr, p.stderr
+    assert time.time() - t < 4 and not (user / "runs" / "bad_signature").exists()
+    p = cli(*TRAIN, "-p", "potential", "bad_checks:big", "--out", "runs/bad_value", *SMALL_TRAIN, cwd=user, PYTHONPATH=str(user))
+    assert p.returncode != 0 and "checker 'bad_checks:big' returned 1.5 for task 'mine/" in p.stdout + p.stderr, p.stdout + p.stderr
+    assert "it must be a number in [0, 1]" in p.stdout + p.stderr

@@ -14,9 +14,10 @@ from tokenizers import Tokenizer, models as tk_models, decoders, pre_tokenizers
 from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
 # %% auto #0
-__all__ = ['EMBEDDED_NAME', 'TINY_CHARS', 'TINY_TEMPLATE', 'FP32_PRIOR_MAX_PARAMS', 'cache_root', 'embedded_gguf',
+__all__ = ['EMBEDDED_NAME', 'TINY_CHARS', 'TINY_TEMPLATE', 'EMBEDDED_ID', 'FP32_PRIOR_MAX_PARAMS', 'cache_root', 'embedded_gguf',
            'embedded_model_path', 'default_device', 'default_dtype', 'model_dtype', 'load_model', 'chat_prompt',
-           'tiny_tokenizer', 'tiny_model', 'add_lora', 'ExactDefaults', 'count_params', 'exact_defaults', 'prior_copy']
+           'tiny_tokenizer', 'tiny_model', 'add_lora', 'same_base', 'adapter_config', 'load_adapter', 'save_adapter',
+           'ExactDefaults', 'count_params', 'exact_defaults', 'prior_copy']
 
 # %% ../../nbs/23_models.ipynb #c005
 def cache_root(cache_dir:str|Path|None=None, # folder; None: $PROPOSAL_NB_CACHE or ~/.cache/proposal_nb
@@ -70,20 +71,41 @@ def model_dtype(model)->str:
     return str(next(model.parameters()).dtype).removeprefix("torch.")
 
 # %% ../../nbs/23_models.ipynb #c014
+def _checkpoint_in_eval(model):
+    "Make gradient checkpointing act in eval mode: each checkpointed layer is in training mode only during its own forward, with gradients on."
+    try: from transformers.modeling_layers import GradientCheckpointingLayer
+    except ImportError: GradientCheckpointingLayer = None
+    layers = [m for m in model.modules() if (isinstance(m, GradientCheckpointingLayer) if GradientCheckpointingLayer else getattr(m, "gradient_checkpointing", False) is True)]
+    def pre(mod, args):
+        mod._pnb_training = mod.training
+        if torch.is_grad_enabled(): mod.training = True       # the flag alone: the layer's submodules keep their own (eval)
+    def post(mod, args, out): mod.training = mod._pnb_training
+    for m in layers: m.register_forward_pre_hook(pre); m.register_forward_hook(post)
+    return len(layers)
+
 def load_model(name_or_path:str|Path|None=None, # HF id or local folder; None: the embedded SmolLM2
                dtype:torch.dtype|str|None=None, # None: float32 on CPU, bf16 on CUDA
                device:str|None=None, # None: cuda if available else cpu
-               gradient_checkpointing:bool=False, # trade compute for memory in training
+               gradient_checkpointing:bool=False, # recompute each layer in the backward pass (less memory), in eval mode too
+               attn_implementation:str|None=None, # 'eager', 'sdpa', 'flash_attention_2', ...; None: transformers' default
               ):
     "Load a causal LM and its tokenizer (left padding, a pad token), in eval mode."
     path = embedded_model_path() if name_or_path is None else name_or_path
+    if Path(path).expanduser().exists(): path = str(Path(path).expanduser().resolve())   # adapters name their base by this path
     device = device or default_device()
     dtype = _as_dtype(dtype) or default_dtype(device)
     tok = AutoTokenizer.from_pretrained(path)
     tok.padding_side = "left"
     if tok.pad_token is None: tok.pad_token = tok.eos_token
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(device).eval()
-    if gradient_checkpointing: model.gradient_checkpointing_enable()
+    kw = dict(attn_implementation=attn_implementation) if attn_implementation else {}
+    try: model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, **kw).to(device).eval()
+    except (ValueError, ImportError) as e:
+        if not attn_implementation: raise
+        raise ValueError(f"attn_implementation={attn_implementation!r} cannot load {path}: {e}") from e
+    if gradient_checkpointing:
+        if hasattr(model, "activation_checkpointing_enable"): model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+        else: model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})   # transformers < 5
+        _checkpoint_in_eval(model)
     return model, tok
 
 # %% ../../nbs/23_models.ipynb #c018
@@ -138,16 +160,86 @@ def tiny_model(seed:int=0, # seeds the random init (the global RNG is left untou
     return model, tok
 
 # %% ../../nbs/23_models.ipynb #c027
+def _model_name(model)->str:
+    "The name a (peft-wrapped) model was loaded by: its HF id or folder ('' when it was built in memory)."
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return str(getattr(base.config, "_name_or_path", "") or "")
+
 def add_lora(model, # a causal LM (it is modified in place by peft)
              r:int=8, # LoRA rank
              alpha:int=16, # LoRA alpha (scale alpha/r)
              dropout:float=0.05, # dropout on the LoRA input
              targets:Sequence[str]=('q_proj','k_proj','v_proj','o_proj'), # module names to adapt
+             base:str|None=None, # the base model's id or folder, written to adapter_config.json; None: the name it was loaded by
             ):
-    "Wrap `model` with a fresh LoRA adapter; returns the `PeftModel`."
+    "Wrap `model` with a fresh LoRA adapter; returns the `PeftModel`, whose saved adapters name their base model."
     from peft import LoraConfig, get_peft_model
     cfg = LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules=list(targets), task_type="CAUSAL_LM")
-    return get_peft_model(model, cfg)
+    pm = get_peft_model(model, cfg)
+    pm.peft_config["default"].base_model_name_or_path = base or _model_name(model) or None
+    return pm
+
+# %% ../../nbs/23_models.ipynb #c030c
+EMBEDDED_ID = "embedded:SmolLM2-135M-Instruct"   # how a run's config names the embedded model (pipeline.inputs.EMBEDDED_MODEL)
+
+def _base_key(name:str|None)->str:
+    x = str(name or "").rstrip("/")
+    if not x or x == EMBEDDED_ID or Path(x).name == EMBEDDED_NAME: return "embedded"
+    p = Path(x).expanduser()
+    return str(p.resolve()) if p.exists() else x
+
+def same_base(a:str|None, # a model's id or folder ("" or EMBEDDED_ID: the embedded model)
+              b:str|None, # another
+             )->bool:
+    "Whether two model names stand for one model: the same id or folder, or the same last part of the name."
+    ka, kb = _base_key(a), _base_key(b)
+    return ka == kb or Path(ka).name == Path(kb).name
+
+def adapter_config(path:str|Path, # a saved adapter: a folder holding adapter_config.json (or an HF id in the local cache)
+                  ):
+    "The adapter's peft config; FileNotFoundError / ValueError naming the folder when there is none."
+    from peft import PeftConfig
+    p = Path(path).expanduser()
+    if p.exists() and not (p / "adapter_config.json").exists(): raise FileNotFoundError(f"{p}: no adapter_config.json (not a saved adapter)")
+    try: return PeftConfig.from_pretrained(str(p) if p.exists() else str(path))
+    except Exception as e: raise ValueError(f"adapter {path}: cannot read its adapter_config.json ({type(e).__name__}: {e})") from e
+
+def load_adapter(model, # the base model (it is modified in place by peft), or a PeftModel to add an adapter to
+                 path:str|Path, # a saved adapter (peft format)
+                 model_name:str|None=None, # the run's model as its config names it; None: the name `model` was loaded by
+                 adapter_name:str="default", # its name in the PeftModel
+                 trainable:bool=False, # load it for training (else frozen, for sampling and scoring)
+                ):
+    "Load a saved adapter of any rank and targets through peft; ValueError when it was trained on another model than the run's."
+    from peft import PeftModel
+    cfg = adapter_config(path)
+    run_model = _model_name(model) if model_name is None else model_name
+    if cfg.base_model_name_or_path and run_model and not same_base(cfg.base_model_name_or_path, run_model):
+        raise ValueError(f"adapter {path} was trained on base model {cfg.base_model_name_or_path!r} (its adapter_config.json's "
+                         f"base_model_name_or_path), but this run's model is {run_model!r}: pass -p model {cfg.base_model_name_or_path}, "
+                         f"or an adapter trained on {run_model}")
+    try:
+        if hasattr(model, "peft_config"):
+            model.load_adapter(str(path), adapter_name=adapter_name, is_trainable=trainable); model.set_adapter(adapter_name)
+            return model
+        return PeftModel.from_pretrained(model, str(path), adapter_name=adapter_name, is_trainable=trainable)
+    except RuntimeError as e:
+        raise ValueError(f"adapter {path} (rank {getattr(cfg, 'r', '?')} on {sorted(getattr(cfg, 'target_modules', None) or [])}) does not fit "
+                         f"this model: {str(e).splitlines()[0]}") from e
+
+def save_adapter(model, # a PeftModel
+                 path:str|Path, # folder to write adapter_config.json and the weights into
+                 base:str|None=None, # the base model's id or folder; None: what the adapter's config names, else the name the model was loaded by
+                )->Path:
+    "Save a PeftModel's adapter (peft format) with its base model's id or folder in adapter_config.json."
+    import json
+    model.save_pretrained(path)
+    cfgs = [Path(path) / "adapter_config.json", *Path(path).glob("*/adapter_config.json")]   # named adapters live in subfolders
+    for f in [c for c in cfgs if c.exists()]:
+        c = json.loads(f.read_text())
+        want = base or c.get("base_model_name_or_path") or _model_name(model) or None
+        if want != c.get("base_model_name_or_path"): f.write_text(json.dumps({**c, "base_model_name_or_path": want}, indent=2, sort_keys=True))
+    return Path(path)
 
 # %% ../../nbs/23_models.ipynb #c032
 FP32_PRIOR_MAX_PARAMS = 1.0e9   # above this, fixed_shape; set from the H200 timings of both prior passes (published/h200_exact_weights/scoring_modes.json)
@@ -192,7 +284,9 @@ def prior_copy(model, # the training model (a PeftModel or plain LM); its base w
               ):
     "A frozen copy of the base model in `dtype` on the model's device: the prior of the fp32_prior scoring mode."
     dev = next(model.parameters()).device
-    if path is not None: m = AutoModelForCausalLM.from_pretrained(path, dtype=_as_dtype(dtype)).to(dev)
+    if path is not None:                                     # the same attention kernel as the model it copies
+        impl = getattr((model.get_base_model() if hasattr(model, "get_base_model") else model).config, "_attn_implementation", None)
+        m = AutoModelForCausalLM.from_pretrained(path, dtype=_as_dtype(dtype), **({"attn_implementation": impl} if impl else {})).to(dev)
     else:
         m = copy.deepcopy(model)
         if hasattr(m, "unload"): m = m.unload()              # peft: the base model without the adapter (nothing merged)

@@ -239,14 +239,19 @@ def prior_table(model, # a PeftModel
     return out.assign(logq=lq.double().cpu().numpy())
 
 # %% ../../nbs/26_rollouts.ipynb #c015
-def load_task_source(source:str="embedded", # "embedded", "humaneval", or a path / HF id
+def load_task_source(source:str="embedded", # "embedded", "humaneval", or a path / dataset folder / HF id
                      layout:str="native", # loader layout for a path / HF id
                      difficulties:Sequence[str]|None=None, # keep only these difficulty tags
                      limit:int|None=None, # keep the first `limit` tasks (after filtering)
+                     config:str="", # an HF dataset's config (empty: its only / default one)
+                     split:str="", # an HF dataset's split (empty: test, else its only one)
+                     revision:str="", # an HF id's branch, tag or commit in the local HF cache (empty: main)
                     )->list[Task]:
-    "A task set by name, optionally filtered by difficulty and truncated."
+    "A task set by name, optionally filtered by difficulty and truncated; an HF dataset by config, split and revision (programs.tasks.read_rows)."
     from proposal_nb.programs import tasks as T
-    ts = T.load_embedded() if source == "embedded" else T.load_humaneval() if source == "humaneval" else T.load_tasks(source, layout)
+    if source in ("embedded", "humaneval") and (config or split or revision):
+        raise ValueError(f"task source {source!r} is built in: it has no config, split or revision (got {dict(config=config, split=split, revision=revision)})")
+    ts = T.load_embedded() if source == "embedded" else T.load_humaneval() if source == "humaneval" else T.load_tasks(source, layout, split, config=config, revision=revision)
     if difficulties: ts = [t for t in ts if t.tags.get("difficulty") in set(difficulties)]
     if not ts: raise ValueError(f"task source {source!r} with difficulties={difficulties} holds no task")
     return ts[:limit] if limit else ts

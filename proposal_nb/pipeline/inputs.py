@@ -14,11 +14,12 @@ from .console import _rel
 from .notebooks import declared_parameters, parameter_defaults, resolve_notebook
 
 # %% auto #0
-__all__ = ['EMBEDDED_MODEL', 'ENGINE_NAMES', 'TRAIN_POTENTIALS', 'VLLM_REMEDY', 'TOKENIZER_FILES', 'RESUME_MAY_CHANGE',
-           'SPLIT_KEYS', 'hub_reachable', 'hf_cached', 'check_model', 'patched_env', 'load_task_set', 'check_tasks',
-           'same_model', 'run_of_adapter', 'adapter_base', 'parse_checkpoints', 'check_adapters', 'notebook_parameters',
-           'resume_conflicts', 'resume_problem', 'run_inputs', 'training_run', 'checkpoint_dirs', 'evaluation_inputs',
-           'trained_ids', 'overlap', 'check_inputs']
+__all__ = ['EMBEDDED_MODEL', 'ENGINE_NAMES', 'TRAIN_POTENTIALS', 'VLLM_REMEDY', 'TOKENIZER_FILES', 'ATTN_IMPLEMENTATIONS',
+           'TASK_SOURCE_KEYS', 'RESUME_MAY_CHANGE', 'SPLIT_KEYS', 'hub_reachable', 'hf_cached', 'check_model',
+           'patched_env', 'load_task_set', 'check_tasks', 'same_model', 'run_of_adapter', 'adapter_base',
+           'parse_checkpoints', 'check_adapters', 'notebook_parameters', 'resume_conflicts', 'resume_problem',
+           'run_inputs', 'training_run', 'checkpoint_dirs', 'evaluation_inputs', 'trained_ids', 'overlap',
+           'check_inputs']
 
 # %% ../../nbs/39c_inputs.ipynb #n005
 EMBEDDED_MODEL = "embedded:SmolLM2-135M-Instruct"          # what a run's config records for the embedded model
@@ -27,6 +28,8 @@ TRAIN_POTENTIALS = ("no_error", "strict", "tiered")          # potentials 11_tra
 VLLM_REMEDY = ("GPU: bash scripts/setup.sh --gpu --vllm; CPU: bash scripts/setup_vllm.sh, then run with "
                ".venv-vllm/bin/proposal-nb")                 # the one way to get vLLM
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
+ATTN_IMPLEMENTATIONS = ("eager", "sdpa", "flash_attention_2", "flash_attention_3", "flex_attention")   # load_model's attn_implementation ("": transformers' choice)
+TASK_SOURCE_KEYS = ("tasks_config", "tasks_split", "tasks_revision")   # an HF dataset's config, split and revision, as run parameters
 
 # %% ../../nbs/39c_inputs.ipynb #v005
 def hub_reachable(timeout:float=2.0, # seconds to wait for a TCP connection
@@ -43,9 +46,10 @@ def hf_cached(repo_id:str, # an HF id (org/name)
     "Whether the local HF cache holds `repo_id` (a model's config.json; any snapshot of a dataset)."
     from huggingface_hub import constants, try_to_load_from_cache
     if repo_type == "model": return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
+    from proposal_nb.programs.tasks import hub_cache_dir          # read at call time: $HF_HUB_CACHE may change after import
     org_name = repo_id.replace("/", "--")
     datasets_cache = Path(os.environ.get("HF_DATASETS_CACHE") or Path(constants.HF_HOME) / "datasets")
-    return (Path(constants.HF_HUB_CACHE) / f"datasets--{org_name}").is_dir() or any(datasets_cache.glob(repo_id.replace("/", "___") + "*"))
+    return any((Path(c) / f"datasets--{org_name}").is_dir() for c in (hub_cache_dir(), constants.HF_HUB_CACHE)) or any(datasets_cache.glob(repo_id.replace("/", "___") + "*"))
 
 def _looks_local(s:str)->bool: return s.startswith((".", "/", "~")) or s.count("/") > 1 or s.endswith("/")
 
@@ -95,14 +99,19 @@ def patched_env(**values:str, # environment variables to set meanwhile
             else: os.environ[k] = v
 
 # %% ../../nbs/39c_inputs.ipynb #v008
-def load_task_set(tasks:str, # "embedded", "humaneval", a task file or an HF dataset id
+def load_task_set(tasks:str, # "embedded", "humaneval", a task file, a dataset folder or an HF dataset id
                   layout:str="native", # loader layout for a file or HF id
                   difficulties:str|Sequence[str]="", # difficulty filter: comma-separated text or a list; empty: all
                   limit:int=0, # at most this many tasks after the filter (0: all)
+                  config:str="", # an HF dataset's config (empty: its only / default one)
+                  split:str="", # an HF dataset's split (empty: test, else its only one)
+                  revision:str="", # an HF id's branch, tag or commit in the local HF cache (empty: main)
                  )->list: # programs.tasks.Task
     "A run's task set as its notebook loads it (lm.rollouts.load_task_source), without importing torch."
     from proposal_nb.programs import tasks as T
-    ts = T.load_embedded() if tasks == "embedded" else T.load_humaneval() if tasks == "humaneval" else T.load_tasks(tasks, layout)
+    if tasks in ("embedded", "humaneval") and (config or split or revision):
+        raise ValueError(f"task source {tasks!r} is built in: it has no config, split or revision (got {dict(config=config, split=split, revision=revision)})")
+    ts = T.load_embedded() if tasks == "embedded" else T.load_humaneval() if tasks == "humaneval" else T.load_tasks(tasks, layout, split, config=config, revision=revision)
     keep = set(difficulties.split(",") if isinstance(difficulties, str) else difficulties) - {""}
     if keep: ts = [t for t in ts if t.tags.get("difficulty") in keep]
     if not ts: raise ValueError(f"task source {tasks!r} with difficulties={sorted(keep)} holds no task")
@@ -112,15 +121,20 @@ def check_tasks(tasks:str, # a run notebook's `tasks`
                 layout:str="native", # its `layout`
                 difficulties:str|Sequence[str]="", # its `difficulties`
                 limit:int=0, # its `limit`
+                config:str="", # its `tasks_config`
+                split:str="", # its `tasks_split`
+                revision:str="", # its `tasks_revision`
                )->tuple[str|None, list]: # (the problem and its fix or None, the tasks when they loaded)
-    "Load a run's task set as the notebook will; the problem (naming file, row and field, or the HF id offline) and the tasks."
+    "Load a run's task set as the notebook will; the problem (naming file, row and field, the config, split or revision, or the HF id offline) and the tasks."
     if tasks not in ("embedded", "humaneval") and not Path(tasks).expanduser().exists():
-        if _looks_local(tasks) or Path(tasks).suffix in (".jsonl", ".json", ".parquet", ".gz") or "/" not in tasks:
+        if _looks_local(tasks) or Path(tasks).suffix in (".jsonl", ".json", ".parquet", ".gz") or ("/" not in tasks and not hf_cached(tasks, "dataset")):
             return f"tasks {tasks!r}: no such file (relative paths are read from {Path.cwd()})", []
         if not hf_cached(tasks, "dataset") and not hub_reachable():
             return (f"tasks {tasks!r}: no such file in {Path.cwd()}, not in the HF cache, and the HF hub cannot be reached (offline): "
-                    f"save the dataset as a .jsonl file where there is internet and pass the file"), []
-    try: return None, load_task_set(str(Path(tasks).expanduser()) if Path(tasks).expanduser().exists() else tasks, layout, difficulties, limit)
+                    f"download it where there is internet (huggingface-cli download --repo-type dataset {tasks} --local-dir DIR) and pass "
+                    f"-p tasks DIR, or save it as a .jsonl file and pass the file"), []
+    src = str(Path(tasks).expanduser()) if Path(tasks).expanduser().exists() else tasks
+    try: return None, load_task_set(src, layout, difficulties, limit, config, split, revision)
     except Exception as e: return f"tasks {tasks!r}: {e}", []
 
 # %% ../../nbs/39c_inputs.ipynb #v011
@@ -208,12 +222,13 @@ def resume_problem(out_dir:str|Path, # a training run's folder
 
 # %% ../../nbs/39c_inputs.ipynb #v017
 SPLIT_KEYS = ("model", "tasks", "layout", "difficulties", "limit", "heldout_frac", "split_seed")   # what ties an evaluation to its runs
+_RUN_KEYS = SPLIT_KEYS + TASK_SOURCE_KEYS                     # ... and an HF dataset's config, split and revision, where a run records them
 
 def run_inputs(config:dict, # a training run's config.json
-              )->dict: # SPLIT_KEYS -> value, as 13_evaluate's parameters take them
+              )->dict: # SPLIT_KEYS (and TASK_SOURCE_KEYS the run records) -> value, as 13_evaluate's parameters take them
     "The model, task set and split of a training run, as evaluation parameters."
     c = {**config, **(config.get("parameters") or {})}
-    out = {k: c[k] for k in SPLIT_KEYS if k in c}
+    out = {k: c[k] for k in _RUN_KEYS if k in c}
     if out.get("model") == EMBEDDED_MODEL: out["model"] = ""
     if isinstance(out.get("difficulties"), list): out["difficulties"] = ",".join(out["difficulties"])
     return out
@@ -237,7 +252,7 @@ def checkpoint_dirs(run_dir:str|Path, # a training run folder
     return sorted(ck, key=lambda p: checkpoint_parts(p.name)[1])
 
 def evaluation_inputs(runs:Sequence[str|Path], # training run folders
-                      given:dict|None=None, # SPLIT_KEYS values given for the evaluation (others are ignored)
+                      given:dict|None=None, # SPLIT_KEYS / TASK_SOURCE_KEYS values given for the evaluation (others are ignored)
                       other_split:bool=False, # let given values differ from the runs'
                       which:str="last", # 'last': each run's newest checkpoint; 'all': every checkpoint
                      )->tuple[dict, dict]: # (SPLIT_KEYS -> value, checkpoint name -> adapter folder with 'base' first)
@@ -247,13 +262,13 @@ def evaluation_inputs(runs:Sequence[str|Path], # training run folders
     if not rs: raise ValueError("no training run given")
     if len({r.name for r in rs}) < len(rs): raise ValueError(f"runs: two folders share a name ({[str(r.path) for r in rs]}); the arms are named by folder")
     ins = [run_inputs(r.config) for r in rs]
-    for k in SPLIT_KEYS:
+    for k in _RUN_KEYS:
         vals = {r.name: i.get(k) for r, i in zip(rs, ins)}
         if any(not _same_input(k, vals[rs[0].name], v) for v in vals.values()):
             raise ValueError(f"runs disagree on {k}: {vals}; evaluate them separately")
     inputs = dict(ins[0])
     for k, v in (given or {}).items():
-        if k not in SPLIT_KEYS or _same_input(k, inputs.get(k), v): continue
+        if k not in _RUN_KEYS or _same_input(k, inputs.get(k, "" if k in TASK_SOURCE_KEYS else None), v): continue
         if not other_split:
             raise ValueError(f"{k}={v!r} differs from the runs' {k}={inputs.get(k)!r}: another task set or split would score prompts "
                              f"the runs were trained on as held out. Leave {k} out, or set other_split (--other-split) to evaluate on it")
@@ -269,7 +284,8 @@ def trained_ids(config:dict, # a training run's config.json
     "The prompts a training run trained on: its task set, filtered and split as its config says."
     from proposal_nb.programs.tasks import split_tasks
     i = run_inputs(config)
-    ts = load_task_set(i.get("tasks", "embedded"), i.get("layout", "native"), i.get("difficulties", ""), i.get("limit", 0))
+    ts = load_task_set(i.get("tasks", "embedded"), i.get("layout", "native"), i.get("difficulties", ""), i.get("limit", 0),
+                       *(i.get(k, "") for k in TASK_SOURCE_KEYS))
     return {t.id for t in split_tasks(ts, i.get("heldout_frac", 0.3), i.get("split_seed", 42))[0]}
 
 def overlap(arms:dict, # checkpoint name -> adapter folder
@@ -293,14 +309,15 @@ def check_inputs(nb_path:str|Path, # a run notebook
     nb, p, out = Path(nb_path).stem, {**parameter_defaults(nb_path), **params}, []
     if p.get("runs"):
         try:
-            inputs, arms = evaluation_inputs(p["runs"].split(","), {k: params[k] for k in SPLIT_KEYS if k in params},
+            inputs, arms = evaluation_inputs(p["runs"].split(","), {k: params[k] for k in _RUN_KEYS if k in params},
                                              p.get("other_split", False), p.get("run_checkpoints", "last"))
             p.update(inputs, checkpoints=",".join(f"{k}={v}" for k, v in arms.items()))
         except ValueError as e: return [str(e)]
     if "model" in p: out.append(check_model(p["model"]))
     tasks = []
     if "tasks" in p:
-        msg, tasks = check_tasks(p["tasks"], p.get("layout", "native"), p.get("difficulties", ""), p.get("limit", 0)); out.append(msg)
+        msg, tasks = check_tasks(p["tasks"], p.get("layout", "native"), p.get("difficulties", ""), p.get("limit", 0),
+                                 *(p.get(k, "") for k in TASK_SOURCE_KEYS)); out.append(msg)
     held = None
     if tasks and "heldout_frac" in p:
         train, held = split_tasks(tasks, p["heldout_frac"], p.get("split_seed", 42))
@@ -317,6 +334,17 @@ def check_inputs(nb_path:str|Path, # a run notebook
             try: load_checker(p["potential"])
             except ValueError as e: out.append(f"potential: {e}")
         elif p["potential"] not in kinds: out.append(f"potential {p['potential']!r} is not one of {', '.join(kinds)} (or a checker of your own: module:function)")
+    if p.get("prefix_potential"):                  # a prefix checker (SMC): a registry name, or module:function imported now
+        from proposal_nb.programs.potentials import PREFIX_POTENTIALS, PrefixPotential, load_checker
+        if ":" in p["prefix_potential"]:
+            try: load_checker(p["prefix_potential"], PrefixPotential)
+            except ValueError as e: out.append(f"prefix_potential: {e}")
+        elif p["prefix_potential"] not in PREFIX_POTENTIALS:
+            out.append(f"prefix_potential {p['prefix_potential']!r} is not one of {', '.join(PREFIX_POTENTIALS)} (or a checker of your own: module:function)")
+    if p.get("attn_implementation") and p["attn_implementation"] not in ATTN_IMPLEMENTATIONS:
+        out.append(f"attn_implementation {p['attn_implementation']!r} is not one of {', '.join(ATTN_IMPLEMENTATIONS)} (or empty: transformers' choice)")
+    elif str(p.get("attn_implementation", "")).startswith("flash_attention") and importlib.util.find_spec("flash_attn") is None:
+        out.append(f"attn_implementation {p['attn_implementation']!r}: the flash-attn package is not installed here; use sdpa")
     if "engine" in p:
         if p["engine"] not in ENGINE_NAMES: out.append(f"engine {p['engine']!r} is not one of {', '.join(ENGINE_NAMES)}")
         elif p["engine"] == "vllm" and importlib.util.find_spec("vllm") is None: out.append(f"engine 'vllm': vLLM is not installed here ({VLLM_REMEDY})")
