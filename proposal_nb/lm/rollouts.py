@@ -180,7 +180,7 @@ def evaluation_draws(model, # a PeftModel (its adapter is replaced by `state` wh
                      weights:str="sampler", # log q of a proposal's draws: 'sampler' (the engine's own log-probs) or 'scorer' (re-scored, exact in float32 only)
                      scoring:str="auto", # log p with weights='sampler': a scoring mode (densities.SCORING_MODES) or 'auto' (resolve_scoring)
                      prior_model=None, # the float32 base copy for scoring 'fp32_prior' (default: made here from the model)
-                    )->pd.DataFrame: # DRAW_COLUMNS (+ tags, + token columns with keep_tokens, + outside_kept for a truncated prior)
+                    )->pd.DataFrame: # DRAW_COLUMNS (+ tags, + completion: each text, + token columns with keep_tokens, + outside_kept for a truncated prior)
     "R×M draws per task from one checkpoint with validity, correctness and both densities: DRAW_COLUMNS rows."
     if weights not in ("sampler", "scorer"): raise ValueError(f"weights must be 'sampler' or 'scorer', got {weights!r}")
     draw = lambda adapter, cfg: keyed_generations(model, tokenizer, tasks, R * M, seed, "eval", engine, max_new_tokens, batch_size,
@@ -213,7 +213,7 @@ def evaluation_draws(model, # a PeftModel (its adapter is replaced by `state` wh
     df = pd.DataFrame(dict(prompt_id=[t.id for t in flat_t], checkpoint=checkpoint, run=idx // M, draw=idx % M,
                            valid=r["valid"], correct=r["correct"] * (r["valid"] > 0),
                            logp=logp.double().cpu().numpy(), logq=logq.double().cpu().numpy(), logr=logr,
-                           length=[len(g.token_ids) for g in flat], text_hash=[text_hash(x) for x in texts]))
+                           length=[len(g.token_ids) for g in flat], text_hash=[text_hash(x) for x in texts], completion=texts))
     if not prior.is_plain: df["outside_kept"] = outside.astype(int)
     if keep_tokens: df["prompt_ids"], df["token_ids"] = [list(g.prompt_ids) for g in flat], [list(g.token_ids) for g in flat]
     return _with_tags(df, tasks)
