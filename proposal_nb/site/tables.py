@@ -173,13 +173,15 @@ def train_bin_table(draws:pd.DataFrame, # training draws (arm, step, prompt_id, 
     return t.sort_values([*run, "zbin", "epoch"], key=lambda c: c.map(ZBIN_LABELS.index) if c.name == "zbin" else c, ignore_index=True)
 
 # %% ../../nbs/38a_site_tables.ipynb #c020
-def task_texts(config:dict, # a run's config: `tasks` ("embedded", "humaneval" or a task file / HF id) and `layout`
+def task_texts(config:dict, # a run's config: `tasks` ("embedded", "humaneval" or a task file / HF id), `layout` and an HF id's tasks_config/_split/_revision
               )->pd.DataFrame|None:
     "prompt_id, prompt of the task set a run names in its config, or None if it names none."
     src = config.get("tasks")
     if not isinstance(src, str) or not src: return None
     from proposal_nb.programs import tasks as T
-    ts = T.load_embedded() if src == "embedded" else T.load_humaneval() if src == "humaneval" else T.load_tasks(src, config.get("layout", "native"))
+    if src in ("embedded", "humaneval"): ts = T.load_embedded() if src == "embedded" else T.load_humaneval()
+    else: ts = T.load_tasks(src, config.get("layout", "native"), split=config.get("tasks_split") or "",
+                            config=config.get("tasks_config") or "", revision=config.get("tasks_revision") or "")
     return pd.DataFrame(dict(prompt_id=[t.id for t in ts], prompt=[t.prompt for t in ts]))
 
 def prompt_details(per_prompt:pd.DataFrame, # Heldout.per_prompt (+ Z, C, tags)
