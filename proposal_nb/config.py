@@ -14,12 +14,15 @@ from .estimators.iguana import IguanaConfig
 from .estimators.normalizer import NormalizerConfig
 
 # %% auto #0
-__all__ = ['ENGINE_NAMES', 'SCORING_MODES', 'LM_RECIPE', 'FLAT', 'LEGACY', 'LEGACY_SKIP', 'FLAT_V1', 'DecodingConfig',
-           'LoopConfig', 'OnlineConfig', 'from_flat', 'to_flat', 'online_config', 'Record', 'load_config']
+__all__ = ['ENGINE_NAMES', 'SCORING_MODES', 'NORMALIZER_KINDS', 'BASELINES', 'LM_RECIPE', 'FLAT', 'LEGACY', 'LEGACY_SKIP',
+           'FLAT_V1', 'DecodingConfig', 'LoopConfig', 'OnlineConfig', 'from_flat', 'to_flat', 'online_config', 'Record',
+           'load_config']
 
 # %% ../nbs/19_config.ipynb #g005
 ENGINE_NAMES = ("auto", "fast", "vllm", "hf")            # lm.engines.ENGINES (25a_engines checks they agree)
 SCORING_MODES = ("model", "fp32_prior", "fixed_shape")   # how log p is scored (lm.densities)
+NORMALIZER_KINDS = ("eb", "shrinkage", "mean")           # NormalizerConfig.kind: the kinds estimators.normalizer.estimate forms Ẑ with
+BASELINES = ("zhat", "batch_mean", "none")               # IguanaConfig.baseline: the baselines estimators.iguana.coefficients takes
 
 # %% ../nbs/19_config.ipynb #g007
 @dataclass(frozen=True)
@@ -111,7 +114,7 @@ LM_RECIPE = "h200_pilot"   # the LM default (see above); RECIPES["campaign"] is 
 class OnlineConfig:
     "Everything an online run depends on (saved as config.json and in every checkpoint)."
     loop: LoopConfig = field(default_factory=LoopConfig)
-    estimator: str = "iguana"                                 # iguana, msc, rb-msc (MSC with M = 2 is the RB-MSC control)
+    estimator: str = "iguana"                                 # iguana, msc, rb-msc, dpg (MSC with M = 2 is the RB-MSC control)
     iguana: IguanaConfig = E.RECIPES[LM_RECIPE].iguana        # IGUANA's options (msc ignores them)
     normalizer: NormalizerConfig = E.RECIPES[LM_RECIPE].normalizer
     prior: DecodingConfig = field(default_factory=DecodingConfig)   # the prior sampler's decoding config
@@ -144,6 +147,9 @@ def _check(self:OnlineConfig):
         raise ValueError(f"estimator must be one of {[k for k in E.ESTIMATORS if k != 'bc']} for an online run, got {self.estimator!r}")
     for k, t in (("iguana", IguanaConfig), ("normalizer", NormalizerConfig), ("prior", DecodingConfig)):
         if not isinstance(getattr(self, k), t): raise TypeError(f"{k} must be a {t.__name__}, got {type(getattr(self, k)).__name__}")
+    if self.normalizer.kind not in NORMALIZER_KINDS:
+        raise ValueError(f"unknown normaliser kind {self.normalizer.kind!r} (normalizer); use one of {', '.join(NORMALIZER_KINDS)}")
+    if self.iguana.baseline not in BASELINES: raise ValueError(f"unknown IGUANA baseline {self.iguana.baseline!r}; use one of {', '.join(BASELINES)}")
     for k in ("M", "prompts_per_step", "steps", "max_new_tokens", "gen_batch", "score_batch", "checkpoint_every"):
         if int(getattr(l, k)) < 1: raise ValueError(f"loop.{k} must be ≥ 1, got {getattr(l, k)}")
     if l.score_rows is not None and (isinstance(l.score_rows, bool) or int(l.score_rows) != l.score_rows or l.score_rows < 1):

@@ -2,7 +2,7 @@
 
 # %% ../../nbs/27_training.ipynb #c001
 from __future__ import annotations
-import json, math, shutil, time, warnings
+import json, math, os, shutil, time, warnings
 from contextlib import nullcontext
 from dataclasses import dataclass, asdict, field, fields
 from pathlib import Path
@@ -25,9 +25,9 @@ from ..results import checkpoint_parts
 from .rollouts import PotentialFn, prompt_texts, text_hash, adapter_state, load_adapter_state, resolve_scoring
 
 # %% auto #0
-__all__ = ['EXTENDABLE', 'LEGACY_LOOP', 'IDENTITY_FLOOR', 'TIMING', 'step_seed', 'step_prompts', 'adam_moment_norm',
-           'global_field', 'global_visit', 'RunHooks', 'OnlineRun', 'Callback', 'SavePoints', 'Evaluate', 'Deadline',
-           'WeightIdentityError', 'same_run']
+__all__ = ['EXTENDABLE', 'LEGACY_LOOP', 'TABLES', 'PARTS', 'IDENTITY_FLOOR', 'TIMING', 'step_seed', 'step_prompts',
+           'adam_moment_norm', 'global_field', 'global_visit', 'RunHooks', 'OnlineRun', 'run_table', 'Callback',
+           'SavePoints', 'Evaluate', 'Deadline', 'WeightIdentityError', 'same_run']
 
 # %% ../../nbs/27_training.ipynb #c013
 def step_seed(seed:int, step:int, salt:str)->int:
@@ -144,6 +144,7 @@ class OnlineRun(RunHooks):
         self.state, self.refs = self.est.init(len(self.tasks)), {}
         self.prior_cfg, self.nucleus = config.prior, config.nucleus
         self.grad_ema, self.step, self.log, self.draws, self.reverse = None, 0, [], [], []
+        self.appended, self.compacted = dict(log=0, draws=0), None                  # rows written as parts; the counts log.parquet / draws.parquet hold
         self.dtype = next(model.parameters()).dtype
         self.scoring = resolve_scoring(model, L.scoring, self.prior_cfg)
         self.prior_model = prior_model if prior_model is not None or self.scoring != "fp32_prior" else prior_copy(model, base_path)
@@ -172,15 +173,17 @@ def _checkpoint_dirs(self:OnlineRun)->list[Path]:
     return sorted(ck, key=lambda p: checkpoint_parts(p.name)[1])
 
 def _save(self:OnlineRun)->Path:
-    "Write checkpoints/step-N/: the adapter (peft format) and the trainer state."
+    "Write checkpoints/step-N/: the adapter (peft format) and the trainer state; then compact the tables."
+    self.append_tables()                                  # every row of the steps it counts is on disk before the checkpoint
     d = self.dir / "checkpoints" / f"step-{self.step}"
     tmp = d.with_name(d.name + ".tmp"); shutil.rmtree(tmp, ignore_errors=True); tmp.mkdir(parents=True)
     self.save_adapter(tmp / "adapter")
     torch.save(dict(step=self.step, adapter=self.trained_state(), optimizer=self.opt.state_dict(),
                     estimator=self.est.state_dict(self.state), refs=self.refs, grad_ema=self.grad_ema,
-                    torch_rng=torch.get_rng_state(), config=self.cfg.to_dict(), log=self.log, draws=self.draws,
+                    torch_rng=torch.get_rng_state(), config=self.cfg.to_dict(), log=self.log, tables=dict(self.appended),
                     exact=self.exact_settings(), reverse=self.reverse), tmp / "trainer.pt")
     shutil.rmtree(d, ignore_errors=True); tmp.rename(d)
+    self.write_tables()
     return d
 
 def _config_diff(a:dict, b:dict)->list[str]:
@@ -220,7 +223,8 @@ def _load_latest(self:OnlineRun)->bool:
     self.opt.load_state_dict(s["optimizer"])
     self.state, self.refs, self.grad_ema = self.est.load_state_dict(s["estimator"]), s["refs"], s["grad_ema"]
     torch.set_rng_state(s["torch_rng"])
-    self.step, self.log, self.draws, self.reverse = s["step"], s["log"], s["draws"], s.get("reverse", [])
+    self.step, self.log, self.reverse = s["step"], s["log"], s.get("reverse", [])
+    self.restore_tables(ck[-1], s)
     self.engine.refresh()
     return True
 
@@ -397,14 +401,74 @@ def _draw_rows(self:OnlineRun, every:list, all_ids:list, visit:E.Visit, info, sc
         for m in range(L.M):
             self.draws.append(dict(step=self.step, prompt_id=self.tasks[i].id, draw=m, valid=float(visit.logr[b, m].exp()),
                                    logp=float(visit.logp[b, m]), logq=float(logq[b, m]), logq_scorer=float(scorer[b, m]), logr=float(visit.logr[b, m]),
-                                   log_uw=float(info.log_uw[b, m]), length=int(visit.lengths[b, m]), text_hash=text_hash(texts[i][m])))
+                                   log_uw=float(info.log_uw[b, m]), length=int(visit.lengths[b, m]), text_hash=text_hash(texts[i][m]),
+                                   completion=texts[i][m]))
+
+OnlineRun._log_row, OnlineRun._draw_rows = _log_row, _draw_rows
+
+# %% ../../nbs/27_training.ipynb #tb02
+TABLES = ("log", "draws")   # the run's tables: log.parquet (a row per step), draws.parquet (a row per draw)
+PARTS = "parts"             # the run folder's subfolder of appended parts, <table>-<step>.parquet
+
+def _atomic_parquet(df:pd.DataFrame, f:Path):
+    "Write `f` whole or not at all: a kill leaves the old file (or none) and a `*.tmp.parquet` that readers skip."
+    tmp = f.with_name(f.name.removesuffix(".parquet") + ".tmp.parquet")
+    df.to_parquet(tmp); os.replace(tmp, f)
+
+def _parts(run_dir, name:str)->list[Path]:
+    "The appended parts of table `name`, in step order (a write cut short, `*.tmp.parquet`, is none)."
+    return sorted(p for p in (Path(run_dir) / PARTS).glob(f"{name}-*.parquet") if not p.name.endswith(".tmp.parquet"))
+
+def _table_frames(run_dir, name:str, upto:int|None=None)->list[pd.DataFrame]:
+    "The compacted file and the parts after it, each as written, rows with step <= `upto`; a part's rows already compacted are skipped."
+    f, out, last = Path(run_dir) / f"{name}.parquet", [], -math.inf
+    for p in ([f] if f.exists() else []) + _parts(run_dir, name):
+        x = pd.read_parquet(p)
+        if not len(x): continue
+        x, last = x[x.step > last], max(last, int(x.step.max()))
+        if upto is not None: x = x[x.step <= upto]
+        if len(x): out.append(x.reset_index(drop=True))
+    return out
+
+def run_table(run_dir, # a training run folder
+              name:str, # "log" or "draws"
+              upto:int|None=None, # only the rows of steps <= upto
+             )->pd.DataFrame:
+    "A run's table as it stands now, while it trains too: the compacted `<name>.parquet` and the parts appended since."
+    if name not in TABLES: raise ValueError(f"a run's tables are {TABLES}, got {name!r}")
+    fr = _table_frames(run_dir, name, upto)
+    return pd.concat(fr, ignore_index=True) if fr else pd.DataFrame()
+
+def _append_tables(self:OnlineRun):
+    "Write the rows added since the last call as one part per table: a step costs O(its rows)."
+    for name in TABLES:
+        rows = getattr(self, name)[self.appended[name]:]
+        if rows:
+            (self.dir / PARTS).mkdir(exist_ok=True)
+            _atomic_parquet(pd.DataFrame(rows), self.dir / PARTS / f"{name}-{self.step:08d}.parquet")
+        self.appended[name] += len(rows)
 
 def _write_tables(self:OnlineRun):
-    "log.parquet and draws.parquet of everything so far."
-    pd.DataFrame(self.log).to_parquet(self.dir / "log.parquet")
-    pd.DataFrame(self.draws).to_parquet(self.dir / "draws.parquet")
+    "Compact: log.parquet and draws.parquet of every row appended so far, then remove the parts (their rows are in them)."
+    n = dict(self.appended)
+    if self.compacted == n or not n["log"]: return                  # nothing new (or nothing yet)
+    for name in TABLES: _atomic_parquet(pd.DataFrame(getattr(self, name)[:n[name]]), self.dir / f"{name}.parquet")
+    for p in (self.dir / PARTS).glob("*.parquet"): p.unlink()
+    self.compacted = n
 
-OnlineRun._log_row, OnlineRun._draw_rows, OnlineRun.write_tables = _log_row, _draw_rows, _write_tables
+def _restore_tables(self:OnlineRun, ck:Path, s:dict):
+    "The draws up to checkpoint `ck` (its trainer state `s`) from the folder; the main process rewrites the folder's tables to exactly the checkpoint's rows."
+    if "draws" in s: self.draws = s["draws"]                            # a checkpoint from before the appended tables holds its draws
+    elif self.is_main:
+        self.draws = [r for x in _table_frames(self.dir, "draws", self.step) for r in x.to_dict("records")]
+        if len(self.draws) != s["tables"]["draws"]:
+            raise ValueError(f"{ck} covers {s['tables']['draws']:,} draws up to step {self.step}, but {self.dir} holds {len(self.draws):,} of them "
+                             f"(draws.parquet and {PARTS}/): the run folder is incomplete. Copy a run folder whole to resume it")
+    else: self.draws = []                                               # only the main process writes the tables
+    self.appended, self.compacted = dict(log=len(self.log), draws=len(self.draws)), None
+    if self.is_main: self.write_tables()
+
+OnlineRun.append_tables, OnlineRun.write_tables, OnlineRun.restore_tables = _append_tables, _write_tables, _restore_tables
 
 # %% ../../nbs/27_training.ipynb #cb01
 class Callback:
@@ -429,9 +493,9 @@ class SavePoints(Callback):
 
 class Evaluate(Callback):
     "Call `fn(run)` after each step in `steps` (after the checkpoints of callbacks before it), keeping what it returns in `results`."
-    def __init__(self, fn, steps): self.fn, self.steps, self.results = fn, set(steps), []
+    def __init__(self, fn, steps): self.fn, self.steps, self.results, self.at = fn, set(steps), [], []
     def after_step(self, run, row, seconds):
-        if run.step in self.steps: self.results.append(self.fn(run))
+        if run.step in self.steps: self.results.append(self.fn(run)); self.at.append(run.step)   # `at`: the step of each result
 
 class Deadline(Callback):
     """Stop when the next step might end past `seconds` after `start` (default: when training starts): 1.5 x the slowest
@@ -450,14 +514,17 @@ def _train(self:OnlineRun, progress:bool=True, stop_after:int|None=None, callbac
     todo = L.steps - self.step if stop_after is None else max(0, min(stop_after, L.steps - self.step))
     bar = tqdm(total=L.steps, initial=self.step, disable=not progress or not self.is_main, desc=f"{self.cfg.estimator} train ({self.engine.name})")
     for cb in cbs: cb.before_train(self)
-    for _ in range(todo):
-        t = time.time()
-        row = self.train_step()
-        if self.is_main: self.write_tables()
-        seconds = time.time() - t
-        bar.update(1); bar.set_postfix(loss=f"{row['loss']:.3f}", valid=f"{row['validity']:.2f}")
-        if any([cb.after_step(self, row, seconds) for cb in cbs]): break   # a list: every callback sees the step
-    bar.close()
+    try:
+        for _ in range(todo):
+            t = time.time()
+            row = self.train_step()
+            if self.is_main: self.append_tables()                             # the step's rows only
+            seconds = time.time() - t
+            bar.update(1); bar.set_postfix(loss=f"{row['loss']:.3f}", valid=f"{row['validity']:.2f}")
+            if any([cb.after_step(self, row, seconds) for cb in cbs]): break   # a list: every callback sees the step
+    finally:
+        bar.close()
+        if self.is_main: self.write_tables()                                  # log.parquet and draws.parquet whole, also when a step raised
     for cb in cbs: cb.after_train(self)
     if self.is_main: self.warn_weights()
     return pd.DataFrame(self.log)
@@ -514,7 +581,7 @@ def _identity_check(self:OnlineRun, row:dict, log_ratio:np.ndarray):
     if out and prev == 1.0 and L.identity_stop:
         p = self.log[-W]
         self.log.append(row)
-        if self.is_main: self.write_tables()
+        if self.is_main: self.append_tables()                             # train() compacts as the error passes
         raise WeightIdentityError(
             f"step {self.step}: E_q[p/q] = {win.mean:.3f} ± {win.se:.3f} over steps {self.step - W + 1}-{self.step} and "
             f"{p['pq_window_mean']:.3f} ± {p['pq_window_se']:.3f} over steps {self.step - 2 * W + 1}-{self.step - W}: outside "
@@ -632,9 +699,10 @@ OnlineRun.score_detached, OnlineRun.own_rows, OnlineRun.chunked_step = _score_de
 TIMING = ("t_generation", "t_potential", "t_scoring", "t_update")
 
 def same_run(a:Path, b:Path, step:int)->bool:
-    "True when two run folders hold identical adapters at `step` and identical logs (timings aside)."
+    "True when two run folders hold identical adapters at `step`, identical logs (timings aside) and identical draws (where both have a draws.parquet)."
     sa = torch.load(Path(a) / f"checkpoints/step-{step}/trainer.pt", weights_only=False)
     sb = torch.load(Path(b) / f"checkpoints/step-{step}/trainer.pt", weights_only=False)
     same_w = all(torch.equal(sa["adapter"][k], sb["adapter"][k]) for k in sa["adapter"]) and sa["adapter"].keys() == sb["adapter"].keys()
     la, lb = (pd.read_parquet(Path(x) / "log.parquet").drop(columns=list(TIMING)) for x in (a, b))
-    return same_w and la.equals(lb)
+    both = all((Path(x) / "draws.parquet").exists() for x in (a, b))
+    return same_w and la.equals(lb) and (not both or pd.read_parquet(Path(a) / "draws.parquet").equals(pd.read_parquet(Path(b) / "draws.parquet")))
