@@ -6,7 +6,9 @@ distinct-program share next to pass@k.
 
 Reads PUBLISHED/campaign_eval (the held-out evaluation), PUBLISHED/campaign_<arm> (training logs, training draws,
 the jobs' ledgers) and PUBLISHED/h200_z_embedded (20 base draws per training prompt); writes
-PUBLISHED/campaign_breakeven_<arm> (one per arm with a training log) and PUBLISHED/campaign_zbins.
+PUBLISHED/campaign_breakeven_<arm> (one per arm with a training log), PUBLISHED/campaign_zbins (and its strict and fp32
+twins) and PUBLISHED/campaign_interval_coverage (the coverage of the paired 95% intervals, simulated on the per-prompt
+tables of campaign_eval and campaign_fp32_eval, and the interval method chosen per metric class: issue 39).
 
 GPU time: the arms trained side by side on one GPU, so a log's stage seconds are wall-clock seconds of a shared device.
 Each job's seconds are split among the jobs that shared the GPU (scripts/campaign.py's `gpu_minutes`, applied per

@@ -246,7 +246,7 @@ def test_the_run_notebook_regenerates_the_published_analyses(tmp_path):
     run_notebook(RUNS / "37_campaign_analyses.ipynb", tmp_path / "out", dict(published=str(pub), out_dir=str(tmp_path / "out")),
                  log=tmp_path / "out" / "run.log")
     written = json.loads((tmp_path / "out" / "config.json").read_text())["written"]
-    assert len(written) >= 16 and {"campaign_zbins", "campaign_breakeven_iguana"} <= set(written), written
+    assert len(written) >= 17 and {"campaign_zbins", "campaign_breakeven_iguana", "campaign_interval_coverage"} <= set(written), written
     for name in written:
         files = sorted(p.name for p in (pub / name).iterdir() if p.name != "config.json")
         same, diff, err = filecmp.cmpfiles(ROOT / "published" / name, pub / name, files, shallow=False)

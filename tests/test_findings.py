@@ -60,7 +60,10 @@ def test_validity(tmp_path, case, arm_valid, arm_cv, n, verdict):
     r = row(tmp_path, 1)
     assert r["verdict"] == verdict, r
     assert r["project"].startswith("iguana-step-250 − base: validity +"), r["project"]
-    if verdict == F.INCONCLUSIVE: assert "held-out prompts" in r["decides"] and int(r["decides"].split()[1].replace(",", "")) > n, r
+    if verdict == F.INCONCLUSIVE:                                     # a size at 80% power, beyond the embedded set's 124 tasks here
+        assert "held-out prompts" in r["decides"] and "80% power" in r["decides"] and r["decides"].startswith("untestable here: "), r
+        assert int(r["decides"].split("≈ ")[1].split()[0].replace(",", "")) > F.EMBEDDED_TASKS, r
+    assert r["decides"].endswith("interval over one training run per arm"), r
 
 
 # (2) MSC sharpens and loses pass@10; IGUANA keeps it; 40 prompts, seed 1 -----------------------------------------
@@ -206,16 +209,16 @@ def test_batching_shows_what_the_fits_did(tmp_path):
     assert 0.3 < lo < hi < 0.7, p                                                   # +0.5 at 40 prompts x 40 draws
 
 
-# (7) the prior must be the rollout sampler: the card arm against the card sampler's own draws; 60 prompts, seed 7 -
-@pytest.mark.parametrize("case, base_cv, verdict", [
-    ("reproduces", 1.0, F.REPRODUCED),         # every valid draw is correct: wacc = 1 in both (exactly: no run lacks a valid
-                                               # draw at validity ≥ 0.9), while pass@1 rises 0.9 -> 0.99
-    ("fails", 0.5, F.NOT_REPRODUCED),          # P(c|v) 0.5 -> 1: wacc gains +0.5, far above 0.02
+# (7) the prior must be the rollout sampler: the card arm against the card sampler's own draws; seed 7 --------------
+@pytest.mark.parametrize("case, base_cv, arm_cv, n, verdict", [
+    ("reproduces", 0.95, 0.95, 200, F.REPRODUCED),  # P(c|v) 0.95 in both: wacc gain ~0 (paired SE ~0.004, so the CI ends near
+                                                     # +0.01, 2.5 SE below 0.02), while pass@1 rises 0.855 -> 0.94
+    ("fails", 0.5, 1.0, 60, F.NOT_REPRODUCED),      # P(c|v) 0.5 -> 1: wacc gains +0.5, far above 0.02
 ])
-def test_prior(tmp_path, case, base_cv, verdict):
-    spec = {"base_card": ("base_card", 0.9, base_cv, True), "base": ("base", 0.6, 0.5, True), "bc_card-step-100": ("bc_card", 0.99, 1.0, True),
-            "bc_card_t1prior-step-100": ("bc_card_t1prior", 0.99, 1.0, True)}     # the layout of campaign.py report-card
-    write_eval(tmp_path / "campaign_card_eval", draws_for(spec, 60, seed=7))
+def test_prior(tmp_path, case, base_cv, arm_cv, n, verdict):
+    spec = {"base_card": ("base_card", 0.9, base_cv, True), "base": ("base", 0.6, 0.5, True), "bc_card-step-100": ("bc_card", 0.99, arm_cv, True),
+            "bc_card_t1prior-step-100": ("bc_card_t1prior", 0.99, arm_cv, True)}   # the layout of campaign.py report-card
+    write_eval(tmp_path / "campaign_card_eval", draws_for(spec, n, seed=7))
     r = row(tmp_path, 7)
     assert r["verdict"] == verdict, r
     assert r["project"].startswith("bc_card-step-100 − base_card: wacc "), r["project"]
@@ -231,6 +234,17 @@ def test_prior(tmp_path, case, base_cv, verdict):
     r = row(tmp_path, 7)
     assert r["project"].startswith("bc_card_fp32-step-100 − base_card_fp32: wacc ") and "; control bc_card_t1prior_fp32-step-100 − base_fp32" in r["project"], r
     assert r["source"] == "campaign_card_fp32_eval" and r["decides"].endswith("read on the fp32 arms (campaign_fp32_plan)"), r
+
+
+def test_prior_where_no_prompt_differs_reads_the_exact_bound(tmp_path):
+    "Every valid draw correct in both arms (60 prompts, seed 7): wacc = 1 on every prompt of both, so the gain is 0 on all 60."
+    " That is no [0.00, 0.00] interval: the exact bound ±(1 − 0.025^(1/60)) = ±0.06 allows a gain above 0.02, so the wacc half is"
+    " inconclusive, and no size can be read off an estimate of exactly 0."
+    spec = {"base_card": ("base_card", 0.9, 1.0, True), "bc_card-step-100": ("bc_card", 0.99, 1.0, True)}
+    write_eval(tmp_path / "campaign_card_eval", draws_for(spec, 60, seed=7))
+    r = row(tmp_path, 7)
+    assert r["project"].startswith("bc_card-step-100 − base_card: wacc +0.00 [−0.06, +0.06] (exact: no prompt of 60 differs); pass@1 +"), r
+    assert r["verdict"] == F.INCONCLUSIVE and r["decides"].startswith("no size"), r
 
 
 # (8) break-even over checkpoints: per_checkpoint tables with N* and its CI ----------------------------------------
@@ -367,3 +381,55 @@ def test_rows_that_weigh_by_p_over_q_name_a_failed_weight_check(tmp_path):
     write_json(tmp_path / "campaign_weight_check", "summary", dict(training_windows=4, training_windows_above_1=0))
     assert "weights fail" not in row(tmp_path, 5)["decides"]                      # a check that passed says nothing
     assert "weights fail" not in row(tmp_path, 5, F.JOB)["decides"]               # the CPU job's sources name no check
+
+
+# issue 39: intervals over training runs, power at 80%, and what no size decides ------------------------------------
+def test_several_training_runs_widen_the_interval(tmp_path):
+    "Three runs of iguana (validity 0.70, 0.75, 0.80) told apart by per_prompt's `replicate` column, 40 prompts, seed 11: row 1's"
+    " validity gain is intervals.replicate_ci over the runs and prompts, recomputed here from per_prompt.csv, and the row says so."
+    from proposal_nb.analysis.intervals import replicate_ci
+    runs = {"iguana-step-250": 0.70, "iguana_s2-step-250": 0.75, "iguana_s3-step-250": 0.80}
+    spec = {"base": ("base", 0.4, 0.5, True)} | {ck: ("iguana", v, 0.5, True) for ck, v in runs.items()}
+    f = write_eval(tmp_path / "campaign_eval", draws_for(spec, 40, seed=11))
+    one = row(tmp_path, 1)
+    assert "training runs" not in one["project"] and one["decides"].endswith("interval over one training run per arm"), one
+    pp = pd.read_csv(f / "per_prompt.csv")
+    write_table(f, "per_prompt", pp.assign(replicate=pp.checkpoint.map({"base": 0, **{ck: i for i, ck in enumerate(runs)}})))
+    r = row(tmp_path, 1)
+    assert r["project"].split(" − base: validity +")[0] in runs and "(over 3 training runs)" in r["project"], r   # one run's name, for all
+    assert r["decides"].endswith("intervals over 3 training runs per arm and the prompts"), r
+    w = pp.pivot(index="prompt_id", columns="checkpoint", values="validity")
+    want = replicate_ci(w[["base"]].to_numpy().T, w[list(runs)].to_numpy().T, "t")
+    got = F.compare(F.eval_tables(tmp_path, F.PUBLISHED), "base", "iguana-step-250", "validity")
+    assert (got.est, got.lo, got.hi, got.runs, got.method) == pytest.approx((want.est, want.lo, want.hi, 3, "replicates")), (got, want)
+    single = F.compare(F.eval_tables(tmp_path, F.PUBLISHED), "base", "iguana_s2-step-250", "validity", "gain")
+    assert single.runs == 3                                                   # any run's name stands for all of them
+
+
+def test_skyline_gain_untestable_without_headroom(tmp_path):
+    "Base validity 0.9 (a run of 10 lacks a valid draw with probability 1e-10): the base's wacc is s(x) on every run, the headroom is"
+    " 0, and the gain part reads 'untestable here' with that reason instead of a size (30 prompts, seed 12)."
+    spec = {"base": ("base", 0.9, 0.5, True), "iguana-step-250": ("iguana", 0.95, 0.5, True)}
+    write_eval(tmp_path / "campaign_eval", draws_for(spec, 30, seed=12))
+    r = row(tmp_path, 5)
+    assert r["verdict"] == F.INCONCLUSIVE and "; the base's headroom 0.0000" in r["project"], r
+    assert r["decides"].startswith("untestable here: the wacc gain over base is 0 by construction"), r
+
+
+def test_decides_states_power_pools_and_runs():
+    c = lambda need, note="": F.Call(F.INCONCLUSIVE, need, note)
+    assert F._decides(c(60), "held-out prompts", 1) == "≈ 60 held-out prompts at 80% power; interval over one training run per arm"
+    assert "more than the 84 easy and medium tasks" in F._decides(c(100), "held-out prompts")
+    assert F._decides(c(200), "held-out prompts") == "untestable here: 80% power needs ≈ 200 held-out prompts, more than the 124 tasks of the embedded set"
+    assert F._decides(c(200), "bundles") == "≈ 200 bundles at 80% power"                       # the embedded set bounds prompts only
+    assert F._decides(F.untestable("why"), "held-out prompts", 3) == "untestable here: why; intervals over 3 training runs per arm and the prompts"
+    assert F._decides(c(None), "held-out prompts") == "no size (the estimate sits on the boundary)"
+    assert F._decides(F.Call(F.REPRODUCED), "batches", None) == ""
+
+
+def test_power_sizes_are_the_decides_column(tmp_path):
+    "power_sizes lists the held-out sizes the inconclusive rows name (seed 0, 3 prompts: row 1's validity gain cannot clear 0)."
+    d = draws_for({"base": ("base", 0.4, 0.5, True), "iguana-step-250": ("iguana", 0.45, 0.5, True)}, 3, seed=0)
+    write_eval(tmp_path / "campaign_eval", d)
+    sizes, r = F.power_sizes(tmp_path, n_boot=N_BOOT), row(tmp_path, 1)
+    assert sizes and f"≈ {sizes[-1]:,} held-out prompts" in r["decides"], (sizes, r)

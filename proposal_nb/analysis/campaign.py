@@ -447,7 +447,7 @@ def readme_breakeven(arm:str, pc:pd.DataFrame, summary:dict, timing:dict)->str:
                     + f" | {r.train_gpu_h:.4f} |")
     u = summary["u_shape"]
     us = "; ".join(f"{c}: smallest N* at step {v['min_step']} ({'interior' if v['interior'] else 'an end'}), U rule: {v['verdict']}"
-                   + (f" ({v['note']})" if v["note"] else "") + (f", decided at about {v['need_prompts']} prompts" if v["need_prompts"] else "")
+                   + (f" ({v['note']})" if v["note"] else "") + (f", about {v['need_prompts']} prompts at 80% power" if v["need_prompts"] else "")
                    for c, v in u.items())
     sp, sm = timing["seconds_per_sample_attributed"], timing["seconds_per_sample_measured"]
     secs = (f"""Seconds per sample (attributed: device stages x the job's share of the shared GPU; the checker as measured): generation
@@ -605,7 +605,8 @@ def run_analyses(root:Path, # the folder of published run folders (campaign_eval
                 ):
     """Every analysis of the campaign: break-even per arm (online arms on their logs, filtered BC on its fit and the online
     arms' serving costs), the Z/C bins of the main pair, then the strict pair and the fp32 side, each against its own
-    evaluation and reference; writes campaign_breakeven_<arm>, campaign_zbins, campaign_strict_zbins, campaign_fp32_zbins."""
+    evaluation and reference; writes campaign_breakeven_<arm>, campaign_zbins, campaign_strict_zbins, campaign_fp32_zbins, and last
+    campaign_interval_coverage (the coverage of the paired intervals on the per-prompt tables, at the sizes the findings name)."""
     from proposal_nb.results import read_json, read_table
     ev = root / "campaign_eval"
     if read_json(ev, "config") is None: raise ValueError(f"{ev}: no config.json (run scripts/campaign.py report first)")
@@ -650,4 +651,11 @@ def run_analyses(root:Path, # the folder of published run folders (campaign_eval
             print(x, json.dumps(dict(k_eq=b["k_eq"], nstar=b["u_shape"]["checker_calls"]["nstar"])))
         f32 = write_zbins(root / "campaign_fp32_zbins", root, fp32, src, n_boot, seed, view=FP32)
         print(json.dumps(dict(fp32_wacc_last=f32["wacc_last"])))
+    from proposal_nb.analysis.findings import power_sizes
+    from proposal_nb.analysis.intervals import EVALS, write_interval_coverage
+    src = {e: c for e, _ in EVALS if (c := read_json(root / e, "config"))}
+    prov = provenance(src, "coverage of the paired 95% intervals on the campaign's per-prompt tables; the method chosen per metric class (issue 39)")
+    prov["machine"] = prov["machine"].rsplit(", ", 1)[0] + ", bf16 and fp32 arms)"
+    c = write_interval_coverage(root / "campaign_interval_coverage", root, power_sizes(root), seed=seed, provenance=prov)
+    print(json.dumps(dict(interval_coverage=c["chosen"], overall=c["overall"])))
     print(json.dumps(dict(skyline=s["skyline"], wacc_last=s["wacc_last"]), indent=1))
