@@ -10,8 +10,14 @@ DESIGN = REPO / "nbs" / "runs" / "params" / "confirm" / "design.yaml"
 FIXED = "607b65bc76eb495fc1a8136264dd0debfcb7e4c3893f6669e7bf70dfe1bd5be9"
 
 
+AMENDMENTS = {"amendment-1.yaml": "e8263a135afc4cf87570ca7b13f247a4552c67c8a30d0b879fe2050297eb1656"}   # each fixed when written; an amendment is a new file, never an edit
+
+
 def test_design_is_the_preregistered_one():
     assert hashlib.sha256(DESIGN.read_bytes()).hexdigest() == FIXED, f"{DESIGN} changed after its runs began"
+    for name, sha in AMENDMENTS.items():
+        assert hashlib.sha256((DESIGN.parent / name).read_bytes()).hexdigest() == sha, f"{name} changed after it was fixed"
+    assert sorted(p.name for p in DESIGN.parent.glob("amendment-*.yaml")) == sorted(AMENDMENTS), "an amendment is not pinned here"
 
 
 def test_names_and_settings():
