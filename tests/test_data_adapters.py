@@ -222,3 +222,36 @@ def test_gradient_checkpointing_gives_the_same_loss_and_gradients(embedded):
     assert abs(l0 - l1) <= 1e-6 * abs(l0)
     assert (g0 - g1).abs().max() <= 1e-6 * g0.abs().max()
     assert b1 < b0 / 2, (b0, b1)
+
+
+def _tiny_adapter(folder:Path, out:Path, **shape):
+    "A LoRA adapter of `shape` on the tiny model saved in `folder`, with random B (it moves the model), saved by peft in `out`."
+    from proposal_nb.lm.models import add_lora, load_model
+    torch.manual_seed(1)
+    peft = add_lora(load_model(str(folder))[0], **shape)
+    with torch.no_grad():
+        for n, p in peft.named_parameters():
+            if "lora_B" in n: p.normal_(0, 0.5)
+    peft.save_pretrained(out)
+    return out
+
+
+def test_the_evaluation_draws_a_foreign_shaped_adapter(tmp_path):
+    "13_evaluate with an adapter of rank 4 on q_proj only (not add_lora's default shape): its draws come from that adapter."
+    from proposal_nb.lm.models import tiny_model
+    from proposal_nb.pipeline.notebooks import resolve_notebook, run_notebook
+    import pandas as pd
+    m, tok = tiny_model(seed=0); m.save_pretrained(tmp_path / "tiny"); tok.save_pretrained(tmp_path / "tiny")
+    a = _tiny_adapter(tmp_path / "tiny", tmp_path / "q4", r=4, alpha=8, targets=("q_proj",))
+    out = tmp_path / "eval"
+    run_notebook(resolve_notebook("13_evaluate"), out, dict(out_dir=str(out), model=str(tmp_path / "tiny"), tasks="embedded", limit=10,
+                 checkpoints=f"base=,q4={a}", R=1, M=3, max_new_tokens=12, batch_size=8, n_boot=50, engine="auto"), log=tmp_path / "eval.log")
+    d = pd.read_parquet(out / "draws.parquet")
+    assert set(d.checkpoint) == {"base", "q4"}
+    q4 = d[d.checkpoint == "q4"]
+    assert (q4.logq - q4.logp).abs().max() > 1e-3           # the adapter moved q away from p on its own draws: it was loaded
+    b8 = _tiny_adapter(tmp_path / "tiny", tmp_path / "r8")   # add_lora's default shape
+    with pytest.raises(Exception, match="differ in LoRA shape"):
+        run_notebook(resolve_notebook("13_evaluate"), tmp_path / "eval2", dict(out_dir=str(tmp_path / "eval2"), model=str(tmp_path / "tiny"),
+                     tasks="embedded", limit=10, checkpoints=f"q4={a},r8={b8}", R=1, M=1, max_new_tokens=4, batch_size=8, n_boot=10),
+                     log=tmp_path / "eval2.log")

@@ -17,7 +17,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, Llama
 __all__ = ['EMBEDDED_NAME', 'TINY_CHARS', 'TINY_TEMPLATE', 'EMBEDDED_ID', 'FP32_PRIOR_MAX_PARAMS', 'cache_root', 'embedded_gguf',
            'embedded_model_path', 'default_device', 'default_dtype', 'model_dtype', 'load_model', 'chat_prompt',
            'tiny_tokenizer', 'tiny_model', 'add_lora', 'same_base', 'adapter_config', 'load_adapter', 'save_adapter',
-           'ExactDefaults', 'count_params', 'exact_defaults', 'prior_copy']
+           'lora_shape', 'ExactDefaults', 'count_params', 'exact_defaults', 'prior_copy']
 
 # %% ../../nbs/23_models.ipynb #c005
 def cache_root(cache_dir:str|Path|None=None, # folder; None: $PROPOSAL_NB_CACHE or ~/.cache/proposal_nb
@@ -240,6 +240,19 @@ def save_adapter(model, # a PeftModel
         want = base or c.get("base_model_name_or_path") or _model_name(model) or None
         if want != c.get("base_model_name_or_path"): f.write_text(json.dumps({**c, "base_model_name_or_path": want}, indent=2, sort_keys=True))
     return Path(path)
+
+# %% ../../nbs/23_models.ipynb #c030f
+def lora_shape(path:str|Path, # a saved adapter (peft format)
+              )->dict:
+    "add_lora's r, alpha, dropout and targets for the LoRA adapter saved in `path`; ValueError naming it when it is not a plain LoRA."
+    cfg = adapter_config(path)
+    kind = str(getattr(cfg, "peft_type", "")).split(".")[-1]
+    if kind != "LORA": raise ValueError(f"adapter {path} is a peft adapter of type {kind or 'unknown'}; the samplers and the evaluation take LoRA adapters")
+    odd = [k for k in ("use_dora", "rank_pattern", "alpha_pattern", "modules_to_save", "layers_to_transform")
+           if getattr(cfg, k, None) not in (None, False, {}, [])]
+    if odd: raise ValueError(f"adapter {path} sets {', '.join(odd)}: only a plain LoRA (one rank, one alpha) is supported here")
+    targets = cfg.target_modules
+    return dict(r=cfg.r, alpha=cfg.lora_alpha, dropout=cfg.lora_dropout, targets=tuple(sorted([targets] if isinstance(targets, str) else targets)))
 
 # %% ../../nbs/23_models.ipynb #c032
 FP32_PRIOR_MAX_PARAMS = 1.0e9   # above this, fixed_shape; set from the H200 timings of both prior passes (published/h200_exact_weights/scoring_modes.json)
