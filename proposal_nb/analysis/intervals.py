@@ -399,6 +399,10 @@ def readme_coverage(s:dict, # summary.json
     osec = ("\n\n## At the sizes the findings' power column names\n\nCoverage of the chosen method / of `current`, "
             f"{s['reps_other']:,} samples per population (MC-SE of a class {big.mc_se.min():.4f} to {big.mc_se.max():.4f}):\n\n"
             f"| class | {' | '.join(f'n = {n}' for n in other)} |\n|---|{'---|' * len(other)}\n" + "\n".join(orows)) if other else ""
+    sparse = ("between-arm pass@40", "studentized"), ("between-arm pass@40", "t")
+    width = ("The studentized interval's width in the sparse classes (a resample with no spread sends an end to the metric's\n"
+             f"bound) is the price of its coverage there: mean width {t0.loc[sparse[0], 'width']:.2f} for between-arm pass@40 against "
+             f"t's {t0.loc[sparse[1], 'width']:.2f}.") if all(k in t0.index for k in sparse) else ""   # a class the tables hold
     return f"""# Intervals that cover at {n0} prompts: coverage on the campaign's own per-prompt tables (issue 39)
 
 Built on CPU by `scripts/campaign_analysis.py` (`proposal_nb.analysis.intervals`, nbs/36b_intervals) from
@@ -424,8 +428,7 @@ MC-SE of a class's coverage: {se.min():.4f} to {se.max():.4f}.
 Chosen for every class at once: **{s['overall']}** ({'within the band in every class' if s['overall_within'] else 'no method is within the band in every class; its largest distance from 95% is the smallest'}).
 No method is within {s['k_se']} MC-SEs in {sum(not v for v in s['within_any'].values())} of {len(s['within_any'])} classes: at {n0} prompts
 resampled from {n0}, a sample holds about {n0 * (1 - (1 - 1 / n0) ** n0):.0f} distinct prompts, and the sparse classes have few discordant ones.
-The studentized interval's width in the sparse classes (a resample with no spread sends an end to the metric's
-bound) is the price of its coverage there: mean width {t0.loc[('between-arm pass@40', 'studentized'), 'width']:.2f} for between-arm pass@40 against t's {t0.loc[('between-arm pass@40', 't'), 'width']:.2f}.{osec}
+{width}{osec}
 
 Files: `coverage.csv` (class, n, method: coverage, MC-SE, worst population, mean width, share given the exact bound),
 `populations.csv` (one row per population, size and method), `summary.json` (the choice), `coverage.svg`.
