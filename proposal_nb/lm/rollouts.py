@@ -4,7 +4,7 @@
 
 # %% ../../nbs/26_rollouts.ipynb #c001
 from __future__ import annotations
-import contextlib, hashlib, math
+import contextlib, hashlib, math, time
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 import numpy as np
@@ -185,8 +185,9 @@ def evaluation_draws(model, # a PeftModel (its adapter is replaced by `state` wh
     if weights not in ("sampler", "scorer"): raise ValueError(f"weights must be 'sampler' or 'scorer', got {weights!r}")
     draw = lambda adapter, cfg: keyed_generations(model, tokenizer, tasks, R * M, seed, "eval", engine, max_new_tokens, batch_size,
                                                   adapter=adapter, progress=progress, config=cfg)
+    clock = [time.perf_counter()]                        # phase ends: generation, scoring, grading (df.attrs['seconds'])
     if state is None:                                    # the base arm: q = p_gen, draws from the prior sampler itself
-        draws = draw(False, prior)
+        draws = draw(False, prior); clock.append(time.perf_counter())
         flat = [g for d in draws for g in d]
         if weights == "sampler":                         # the density the draws came from: the sampler's own (a reverse weight's p)
             logp, outside = torch.tensor([math.fsum(x) for x in own_logprobs(flat, engine)], dtype=torch.float64), np.zeros(len(flat), bool)
@@ -194,7 +195,7 @@ def evaluation_draws(model, # a PeftModel (its adapter is replaced by `state` wh
         logq = logp
     else:                                                # the proposal: T = 1, untruncated, so the sampler's log-probs are log q
         load_adapter_state(model, state)
-        draws = draw(True, DecodingConfig())
+        draws = draw(True, DecodingConfig()); clock.append(time.perf_counter())
         flat = [g for d in draws for g in d]
         P, C = [g.prompt_ids for g in flat], [g.token_ids for g in flat]
         with torch.no_grad():
@@ -205,9 +206,10 @@ def evaluation_draws(model, # a PeftModel (its adapter is replaced by `state` wh
                 pm = prior_model if prior_model is not None or mode != "fp32_prior" else prior_copy(model)
                 logp = prior_token_logprobs(model, P, C, mode, pm, prior, batch_size=8)[0].sum(-1)
         outside = logp.isinf().cpu().numpy()             # outside the prior's kept set: weight 0
+    clock.append(time.perf_counter())
     flat_t = [t for t, d in zip(tasks, draws) for _ in d]
     texts = [g.text for g in flat]
-    r = grade({"valid": valid, "correct": correct}, flat_t, texts)
+    r = grade({"valid": valid, "correct": correct}, flat_t, texts); clock.append(time.perf_counter())
     idx = np.array([m for d in draws for m in range(len(d))])
     logr = np.log(np.where(r["valid"] > 0, r["valid"], 1.0)); logr[r["valid"] <= 0] = -np.inf
     df = pd.DataFrame(dict(prompt_id=[t.id for t in flat_t], checkpoint=checkpoint, run=idx // M, draw=idx % M,
@@ -216,7 +218,9 @@ def evaluation_draws(model, # a PeftModel (its adapter is replaced by `state` wh
                            length=[len(g.token_ids) for g in flat], text_hash=[text_hash(x) for x in texts], completion=texts))
     if not prior.is_plain: df["outside_kept"] = outside.astype(int)
     if keep_tokens: df["prompt_ids"], df["token_ids"] = [list(g.prompt_ids) for g in flat], [list(g.token_ids) for g in flat]
-    return _with_tags(df, tasks)
+    df = _with_tags(df, tasks)
+    df.attrs["seconds"] = {k: round(b - a, 2) for k, a, b in zip(("generation", "scoring", "grading"), clock, clock[1:])}
+    return df
 
 # %% ../../nbs/26_rollouts.ipynb #c012d
 def prior_table(model, # a PeftModel

@@ -77,13 +77,15 @@ def eval_draws(model, tok, name:str, state, ex, keep_tokens:bool=False, design:d
     import pandas as pd
     from proposal_nb.lm.rollouts import evaluation_draws
     from proposal_nb.programs.potentials import make_potential
-    e, out = design["eval"], []
+    e, out, seconds = design["eval"], [], {}
     for key, (tasks, R, M) in eval_sets(design).items():
         d = evaluation_draws(model, tok, tasks, name, state, R, M, make_potential("no_error", ex), make_potential("correctness", ex),
                              seed=e["seed"], max_new_tokens=design["shared"]["max_new_tokens"], batch_size=e["batch_size"],
                              keep_tokens=keep_tokens, progress=False, engine="auto")
-        out.append(d.assign(set=key))
-    return pd.concat(out, ignore_index=True)
+        out.append(d.assign(set=key)); seconds[key] = d.attrs.get("seconds", {})
+    d = pd.concat(out, ignore_index=True)
+    d.attrs["seconds"] = seconds                     # by set: generation, scoring, grading
+    return d
 
 def _write(d, path:Path):
     tmp = path.with_name(path.name + ".tmp"); d.to_parquet(tmp); tmp.rename(path)
@@ -113,12 +115,13 @@ def final_eval(run, base_file:Path, ex, design:dict=DESIGN, wait_s:float=1800)->
     name, state = f"step-{run.step}", {k: v.clone() for k, v in adapter_state(run.model).items()}
     d = eval_draws(run.model, run.tok, name, state, ex, design=design)
     base = pd.read_parquet(base_file)
-    prior = prior_table(run.model, base[base.set != "train"], name, state, tokenizer=run.tok)
+    t1 = time.time(); prior = prior_table(run.model, base[base.set != "train"], name, state, tokenizer=run.tok)
     out = run.dir / "heldout"; out.mkdir(exist_ok=True)
     _write(d, out / f"{name}_draws.parquet"); _write(prior, out / f"{name}_prior.parquet")
     torch.set_rng_state(rng); run.model.train(training)
     if cuda_rng is not None: torch.cuda.set_rng_state_all(cuda_rng)
-    res = dict(checkpoint=name, eval_s=round(time.time() - t0, 1), validity={k: float(v) for k, v in d.groupby("set").valid.mean().items()})
+    res = dict(checkpoint=name, eval_s=round(time.time() - t0, 1), validity={k: float(v) for k, v in d.groupby("set").valid.mean().items()},
+               seconds=d.attrs.get("seconds", {}) | dict(prior_rescoring=round(time.time() - t1, 1)))
     print(json.dumps(res), flush=True)
     return res
 
