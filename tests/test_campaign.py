@@ -96,3 +96,23 @@ def test_an_overlay_may_not_redefine_the_design(tmp_path):
     assert set(d["files"]) == set(campaign.DESIGN_FILES) and all(len(h) == 64 for h in d["files"].values())
     (tmp_path / "fp32.yaml").write_text((tmp_path / "fp32.yaml").read_text() + "shared: {M: 2}\n")
     with pytest.raises(ValueError, match=r"fp32.yaml redefines \['shared'\]"): campaign.load_design(tmp_path)
+
+
+def test_pack_runs_keeps_a_finished_run_s_adapter(tmp_path):
+    """A finished online run keeps its trained adapter only inside its last checkpoint: the pack carries that adapter (never
+    the optimizer state), so a run finished in a job can be published. confirm_iguana_s2 (2026-12-04) lost its step-250
+    adapter because the pack took no file of a finished run's checkpoints."""
+    import tarfile
+    r = tmp_path / "runs"
+    def put(rel, text="x"):
+        f = r / rel; f.parent.mkdir(parents=True, exist_ok=True); f.write_text(text)
+    put("confirm_iguana_s2/ledger.jsonl", json.dumps(dict(end_step=250, steps=250)) + "\n")
+    for s in (243, 250):
+        put(f"confirm_iguana_s2/checkpoints/step-{s}/trainer.pt"); put(f"confirm_iguana_s2/checkpoints/step-{s}/adapter/adapter_model.safetensors")
+    put("bc_card/ledger.jsonl", json.dumps(dict(end_step=3, steps=3)) + "\n"); put("bc_card/adapter/adapter_model.safetensors")
+    put("bc_card/checkpoints/step-3/adapter/adapter_model.safetensors")         # an arm with its own adapter folder: nothing more
+    res = campaign.pack_runs(r, tmp_path / "p.tgz")
+    names = set(tarfile.open(tmp_path / "p.tgz").getnames())
+    assert res["adapters"] == ["confirm_iguana_s2/checkpoints/step-250/adapter"] and res["states"] == []
+    assert "confirm_iguana_s2/checkpoints/step-250/adapter/adapter_model.safetensors" in names
+    assert not any(n.endswith("trainer.pt") or "step-243" in n or n.startswith("bc_card/checkpoints") for n in names)

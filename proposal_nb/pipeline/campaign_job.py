@@ -297,7 +297,8 @@ def _finished(arm_dir:Path)->bool:
 def pack_runs(runs:Path, dest:Path, limit_mb:float=58)->dict:
     """Tar a job's runs so that the next job resumes them on a fresh machine, inside $OUT's 64 MiB: first every table, log
     and ledger (never a checkpoint or rollout file), then the rollouts an unfinished BC arm still needs (a few MB, and its
-    state is useless without them), then the newest checkpoint of each unfinished arm, each while the raw total stays
+    state is useless without them), then a finished arm's adapter when it has none outside its checkpoints (a few MB: the
+    trained proposal, kept for publishing), then the newest checkpoint of each unfinished arm, each while the raw total stays
     under `limit_mb`. Returns what was left out."""
     ck = lambda d: sorted((c for c in (d / "checkpoints").glob("step-*") if not c.name.endswith(".tmp")), key=lambda c: int(c.name.split("-")[1]))
     data = {"rollouts": ["bc_spread", "bc_sort"], "rollouts_card": ["bc_card"]}   # rollout folder: the BC arms that fit it
@@ -309,15 +310,18 @@ def pack_runs(runs:Path, dest:Path, limit_mb:float=58)->dict:
             if f.name == "card.parquet" or all(_finished(runs / a) for a in data[rel.parts[0]]): continue
             big.append(f); continue
         small.append(f)
-    states = [ck(d)[-1] for d in sorted(runs.iterdir()) if d.is_dir() and ck(d) and not _finished(d)]
+    arms = [d for d in sorted(runs.iterdir()) if d.is_dir() and ck(d)]
+    states = [ck(d)[-1] for d in arms if not _finished(d)]
+    adapters = [ck(d)[-1] / "adapter" for d in arms if _finished(d) and not (d / "adapter").is_dir() and (ck(d)[-1] / "adapter").is_dir()]
     size = lambda p: sum(x.stat().st_size for x in ([p] if p.is_file() else p.rglob("*")) if x.is_file())
     total, kept, left = sum(map(size, small)), [], []
-    for p in big + states:
+    for p in big + adapters + states:
         if total + size(p) <= limit_mb * 2**20: kept.append(p); total += size(p)
         else: left.append(p)
     with tarfile.open(dest, "w:gz") as t:
         for p in small + kept: t.add(p, arcname=str(p.relative_to(runs)))
     res = dict(raw_mb=round(total / 2**20, 1), packed_mb=round(dest.stat().st_size / 2**20, 1), states=[str(p.relative_to(runs)) for p in states],
+               adapters=[str(p.relative_to(runs)) for p in adapters],
                left_out=[str(p.relative_to(runs)) for p in left])
     print(json.dumps(res), flush=True)
     return res
