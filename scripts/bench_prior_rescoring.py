@@ -4,8 +4,13 @@ number the confirmatory evaluation uses. Reads the first 1,280 held-out rows of 
 /tmp/runs) and the embedded model converted by scripts/campaign_job.sh (/tmp/cache); the adapter is the seeded LoRA with every
 weight moved by 0.02 x N(0, 1) (so q differs from p). Prints one JSON line. Run on a GPU box with the package importable:
 
-    python scripts/bench_prior_rescoring.py
+    python scripts/bench_prior_rescoring.py            # rows at once (results.json, commit dc6c4fc)
+    python scripts/bench_prior_rescoring.py grouped    # forced rows of one prompt sharing a prefill (results_grouped.json)
+
+`grouped` compares the draws in prompt-major order (a prompt's rows share one prefill since the commit after 1fb0c4a) with the
+same draws interleaved across prompts (every row its own prefill, as every order was before that commit).
 """
+import sys
 import time, math, json, torch, numpy as np, pandas as pd
 from proposal_nb.lm.models import load_model, add_lora
 from proposal_nb.lm.rollouts import adapter_state, load_adapter_state
@@ -31,7 +36,11 @@ def run(rows, order=None, trim=False):
     torch.cuda.synchronize(); return out, time.time() - t0
 ref, t = run(64); res['rows64'] = dict(s=t)
 srt = sorted(range(len(P)), key=lambda i: len(C[i]))
-for name, kw in [('rows64_sorted', dict(rows=64, order=srt)), ('rows64_sorted_trim', dict(rows=64, order=srt, trim=True)),
+rank = b.groupby('prompt_id', sort=False).cumcount().to_numpy()
+mixed = sorted(range(len(P)), key=lambda i: (rank[i], i))               # no two neighbours share a prompt
+grouped = [('rows64_interleaved', dict(rows=64, order=mixed)), ('rows64_grouped', dict(rows=64)), ('rows160_grouped', dict(rows=160)),
+           ('rows320_grouped', dict(rows=320)), ('rows160_interleaved', dict(rows=160, order=mixed))]
+for name, kw in grouped if sys.argv[1:] == ['grouped'] else [('rows64_sorted', dict(rows=64, order=srt)), ('rows64_sorted_trim', dict(rows=64, order=srt, trim=True)),
                  ('rows320', dict(rows=320)), ('rows640', dict(rows=640)), ('rows1280', dict(rows=1280)), ('rows64_again', dict(rows=64))]:
     o, t = run(**kw); res[name] = dict(s=round(t, 2), max_abs=float(np.nanmax(np.abs(o - ref))), identical=bool(np.array_equal(o, ref)))
     print(name, res[name], flush=True)

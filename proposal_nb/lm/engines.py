@@ -316,7 +316,10 @@ def _draw(self:FastSampler, prompts:Sequence[Sequence[int]], # token ids of each
     self.h.copy_(h.to(dev))
     first = torch.zeros(self.B, self.vocab, device=dev, dtype=torch.float32)
     bounds = [sum(counts[:j]) for j in range(len(counts) + 1)]
-    groups = [(p, slice(bounds[j], bounds[j + 1])) for j, p in enumerate(prompts)] + [(p, slice(R + i, R + i + 1)) for i, p in enumerate(fP)]
+    groups = [(p, slice(bounds[j], bounds[j + 1])) for j, p in enumerate(prompts)]
+    for i, p in enumerate(fP):                                    # forced rows in a run on one prompt share its prefill, as draws do
+        if i and p == fP[i - 1]: groups[-1] = (p, slice(groups[-1][1].start, R + i + 1))
+        else: groups.append((p, slice(R + i, R + i + 1)))
     for p, rows in groups:
         first[rows] = self._prefill(torch.as_tensor(p, dtype=torch.long, device=dev), rows, end - len(p))
         self.start[rows] = end - len(p); self.plen[rows] = len(p)

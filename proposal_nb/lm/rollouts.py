@@ -229,6 +229,7 @@ def prior_table(model, # a PeftModel
                 state:dict|None, # its adapter weights (None: the base model, q = p)
                 tokenizer=None, # given: log q is the checkpoint's sampler's own density of the draws (engine forced rows); None: re-scored
                 engine:str="auto", # the sampling engine whose density is taken (the fast engine's is its own; others score by the model)
+                rows:int=64, # the fast engine's rows at once (its forced rows' log-probs do not depend on it: published/h200_prior_rescoring)
                )->pd.DataFrame:
     "The base model's draws with log q re-scored under a checkpoint: the `prior` table of the report card."
     if "token_ids" not in base_draws: raise ValueError("base_draws lack token_ids: make them with keep_tokens=True")
@@ -237,7 +238,7 @@ def prior_table(model, # a PeftModel
     load_adapter_state(model, state)
     P, C = list(map(list, base_draws.prompt_ids)), list(map(list, base_draws.token_ids))
     if tokenizer is not None:
-        eng = make_engine(engine, model, tokenizer, rows=min(len(P), 64), max_prompt_len=max(map(len, P)), max_new_tokens=max(map(len, C)))
+        eng = make_engine(engine, model, tokenizer, rows=min(len(P), rows), max_prompt_len=max(map(len, P)), max_new_tokens=max(map(len, C)))
         return out.assign(logq=[math.fsum(x) for x in eng.logprobs(P, C)])
     with torch.no_grad(): lq = completion_logprobs(model, P, C, batch_size=8)
     return out.assign(logq=lq.double().cpu().numpy())

@@ -115,7 +115,7 @@ def final_eval(run, base_file:Path, ex, design:dict=DESIGN, wait_s:float=1800)->
     name, state = f"step-{run.step}", {k: v.clone() for k, v in adapter_state(run.model).items()}
     d = eval_draws(run.model, run.tok, name, state, ex, design=design)
     base = pd.read_parquet(base_file)
-    t1 = time.time(); prior = prior_table(run.model, base[base.set != "train"], name, state, tokenizer=run.tok)
+    t1 = time.time(); prior = prior_table(run.model, base[base.set != "train"], name, state, tokenizer=run.tok, rows=design["eval"]["batch_size"])
     out = run.dir / "heldout"; out.mkdir(exist_ok=True)
     _write(d, out / f"{name}_draws.parquet"); _write(prior, out / f"{name}_prior.parquet")
     torch.set_rng_state(rng); run.model.train(training)
