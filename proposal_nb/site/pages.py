@@ -14,7 +14,7 @@ from ..programs.grading import calibration_pool
 from ..programs.tasks import extract_program
 from .tables import (HEADLINE, REPORT_CARD, ZBIN_LABELS, collect, default_arm, config_field, shown_potential, headline_table, with_rates, bin_table,
                                      updown_table, training_draws, train_bin_table, task_texts, prompt_details, breaks_even,
-                                     completion_sample, COMPLETION_K, COMPLETION_GROUPS, NO_COMPLETIONS)
+                                     completion_sample, COMPLETION_K, COMPLETION_GROUPS, NO_COMPLETIONS, chain_table)
 from .charts import (training_chart, metric_band_chart, paired_chart, rates_charts, bins_chart, train_bins_chart,
                                      prompt_chart, table_chart, breakeven_charts)
 
@@ -140,6 +140,11 @@ def page_training(runs, # the run folders (results.find_runs)
     for o, title in ORIGINS.items():
         g = log[log.source.map(origin).fillna("") == o]
         if len(g): blocks += [("h2", f"{title} ({g.source.nunique()})"), ("chart", training_chart(g))]
+    ch = chain_table(log)
+    if ch is not None: blocks += [("h2", "MSC chains: retained rate"),
+                                  ("p", "The share of visits whose retained reference was selected again, over equal spans of each MSC run's "
+                                        "steps (a prompt's first visit has no reference). 1/(M+1) when every candidate weighs the same; "
+                                        "near 1, the chain barely moves."), ("table", ch)]
     td = training_draws(runs)
     if td is not None and ctx.get("rates") is not None:
         tb = train_bin_table(td, ctx["rates"])

@@ -14,7 +14,8 @@ from ..analysis.zbins import Z_BIN_LABELS, with_zbin
 __all__ = ['HEADLINE', 'REPORT_CARD', 'ZBIN_LABELS', 'COMPLETION_K', 'COMPLETION_GROUPS', 'NO_COMPLETIONS', 'default_arm',
            'collect', 'config_field', 'z_tables', 'shown_potential', 'one_potential', 'Heldout', 'heldout_tables',
            'headline_table', 'with_rates', 'bin_table', 'updown_table', 'training_draws', 'train_bin_table',
-           'task_texts', 'prompt_details', 'breaks_even', 'draw_ids', 'draw_weights', 'completion_sample', 'find_draw']
+           'chain_table', 'task_texts', 'prompt_details', 'breaks_even', 'draw_ids', 'draw_weights',
+           'completion_sample', 'find_draw']
 
 # %% ../../nbs/38a_site_tables.ipynb #c005
 HEADLINE = ("wacc", "pass1", "validity")  # metrics of the headline table, when present
@@ -171,6 +172,23 @@ def train_bin_table(draws:pd.DataFrame, # training draws (arm, step, prompt_id, 
     v = v.merge(one_potential(rates)[["prompt_id", "zbin"]], on="prompt_id")
     t = v.groupby([*run, "zbin", "epoch"], as_index=False).agg(validity=("valid", "mean"), visits=("valid", "size"))
     return t.sort_values([*run, "zbin", "epoch"], key=lambda c: c.map(ZBIN_LABELS.index) if c.name == "zbin" else c, ignore_index=True)
+
+# %% ../../nbs/38a_site_tables.ipynb #chn02
+def chain_table(log:pd.DataFrame, # stacked training logs: source (or arm), step, kept (MSC's share of visits that kept their reference)
+                spans:int=4, # equal spans of each run's steps
+               )->pd.DataFrame|None: # one row per MSC run: steps, the retained rate in each span and overall; None: no MSC run
+    "MSC's retained rate per run, by span of training (runs without a `kept` value are left out)."
+    if "kept" not in log.columns: return None
+    run = "source" if "source" in log.columns else "arm"
+    d = log.dropna(subset=["kept"])
+    if d.empty: return None
+    rows = []
+    for name, g in d.groupby(run, sort=False):
+        g = g.sort_values("step")
+        part = np.minimum((np.arange(len(g)) * spans) // len(g), spans - 1)         # span of each logged step, in step order
+        rows.append({run: name, "steps": int(g.step.max())} | {f"span {k + 1} of {spans}": float(g.kept[part == k].mean()) for k in range(spans)}
+                    | dict(all=float(g.kept.mean())))
+    return pd.DataFrame(rows)
 
 # %% ../../nbs/38a_site_tables.ipynb #c020
 def task_texts(config:dict, # a run's config: `tasks` ("embedded", "humaneval" or a task file / HF id), `layout` and an HF id's tasks_config/_split/_revision
