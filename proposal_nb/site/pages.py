@@ -19,11 +19,11 @@ from .charts import (training_chart, metric_band_chart, paired_chart, rates_char
                                      prompt_chart, table_chart, breakeven_charts)
 
 # %% auto #0
-__all__ = ['FINDINGS_NOTE', 'RUN_COLUMNS', 'ORIGINS', 'MISSING_TEXT', 'CONTROL_TABLES', 'COMPLETION_CHARS', 'TEXT_ONLY', 'PAGES',
-           'Page', 'table_html', 'kinds', 'findings_blocks', 'related_runs', 'runs_table', 'page_overview',
-           'page_rates', 'page_training', 'weights_caveat', 'page_heldout', 'page_bins', 'prompt_texts', 'page_prompts',
-           'page_report_card', 'page_calibration', 'page_breakeven', 'completions_html', 'completion_blocks',
-           'run_page']
+__all__ = ['FINDINGS_NOTE', 'RUN_COLUMNS', 'ORIGINS', 'CONFIRM', 'MISSING_TEXT', 'CONTROL_TABLES', 'COMPLETION_CHARS',
+           'TEXT_ONLY', 'PAGES', 'Page', 'table_html', 'kinds', 'findings_blocks', 'confirm_blocks', 'related_runs',
+           'runs_table', 'page_overview', 'page_rates', 'page_training', 'weights_caveat', 'page_heldout', 'page_bins',
+           'prompt_texts', 'page_prompts', 'page_report_card', 'page_calibration', 'page_breakeven', 'completions_html',
+           'completion_blocks', 'run_page']
 
 # %% ../../nbs/38c_site_pages.ipynb #c005
 class Page(NamedTuple):
@@ -62,6 +62,27 @@ def findings_blocks(published, # the folder of published run folders (None: the 
         return [head, ("p", f"The findings table could not be read: {html.escape(str(e))}")]
     return [head, ("p", FINDINGS_NOTE), ("table", t[["#", "finding", "verdict", "project", "published", "decides", "source"]])]
 
+CONFIRM = "confirm_readings"    # the published folder of the confirmatory readings (analysis.confirm_readings), first on the overview
+
+def confirm_blocks(published, # the folder of published run folders (None: the site has none)
+                   known:set=frozenset(), # names of the site's runs (a row links the ones it reads)
+                  )->list: # ('h2', ...), ('p', ...), ('html', table) — empty without the folder
+    "The confirmatory readings, one row per reading: estimate and interval, verdict or what it waits for, and links to its runs."
+    f = None if published is None else Path(published) / CONFIRM / "readings.csv"
+    if f is None or not f.exists(): return []
+    t = pd.read_csv(f, keep_default_na=False)
+    num = lambda v: f"{float(v):+.3f}" if v != "" else ""
+    est = [f"{num(r.est)} [{num(r.lo)}, {num(r.hi)}]" if r.est != "" else "—" for r in t.itertuples()]
+    runs = ", ".join(_link(n, known) for n in (CONFIRM, "confirm_runs"))
+    rows = pd.DataFrame({"row": t.row.astype(str), "reading": t.reading.map(html.escape), "domain": t.domain.map(html.escape),
+                         "estimate [95% CI]": est, "verdict": [html.escape(v or f"{s}: {l}" if l else v or s) for v, s, l in zip(t.verdict, t.status, t.label)],
+                         "waiting for": t.missing.map(html.escape), "runs": runs})
+    note = ("The confirmatory campaign (issue 39): the readings of the pre-registered design nbs/runs/params/confirm/design.yaml "
+            "with its amendment's interval (replicate_ci over three training seeds and the prompts). A verdict is taken only "
+            "when every seed of the arms a row reads is in; before that a row shows its interim numbers and the runs it waits for.")
+    return [("h2", "Confirmatory readings"), ("p", note),
+            ("html", "<div class='scroll'>" + rows.to_html(index=False, escape=False, classes="tbl", border=0) + "</div>")]
+
 def _link(name:str, known:set)->str:
     return f"<a href='run-{html.escape(name)}.html'>{html.escape(name)}</a>" if name in known else html.escape(name)
 
@@ -98,11 +119,12 @@ def page_overview(runs, # the run folders (site.build.site_runs: the user's firs
                   results, # the results folder they sit in
                   ctx:dict, # shared tables: `rates` (z_tables), `heldout` (heldout_tables), `published` (the published folder or None)
                  )->Page:
-    "Your runs, then the published runs (settings read from their configs), the headline table, the timing, and the findings of the published runs."
+    "The confirmatory readings (when published), your runs, then the published runs (settings read from their configs), the headline table, the timing, and the findings of the published runs."
     groups = {o: [r for r in runs if r.origin == o] for o in ORIGINS}
     yours = len(groups["yours"]) + len(groups[""])
     blocks = [("p", f"Built {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} from <code>{html.escape(str(Path(results).resolve()))}</code>: "
                     f"{yours} run folder(s) of yours" + (f", {len(groups['published'])} published" if groups["published"] else "") + ".")]
+    blocks += confirm_blocks(ctx.get("published"), {r.name for r in runs})     # the confirmatory readings lead, when published
     for o, title in ORIGINS.items():
         if groups[o]: blocks += [("h2", f"{title} ({len(groups[o])})"), ("html", runs_table(groups[o], runs))]
     if ctx.get("heldout") is not None:
