@@ -439,7 +439,7 @@ base's draws, 246 held-out prompts): {s['skyline']:.4f}; the base's wacc headroo
   boundary has 80% power (`intervals.n_for_power`, SD from the interval's half-width), at the same seeds; a lower
   bound where the run variance dominates the width. `power_note`: why there is none ("untestable here: ...").
 
-Files: `readings.csv`, `per_prompt.csv` (one row per run, set and prompt: validity, pass@1, pass@k, wacc, cv,
+Files: `readings.csv`, `prompt_values.csv` (one row per run, set and prompt: validity, pass@1, pass@k, wacc, cv,
 no_valid, distinct), `summary.json`, `config.json` (the design's and the amendment's sha256, the runs read with their
 ledger commits, machine, date, commit, command).
 """
@@ -450,7 +450,7 @@ def write_confirm_readings(runs_folder:Path|str, # the folder of run folders (pu
                            amendment_path:Path|str, # amendment-1.yaml
                            command:str|None=None, # the command as run (default: the call)
                           )->dict: # summary.json
-    "The confirmatory readings folder: readings.csv, per_prompt.csv, summary.json, README.md, config.json."
+    "The confirmatory readings folder: readings.csv, prompt_values.csv, summary.json, README.md, config.json."
     design, runs_folder, out = read_design(design_path), Path(runs_folder), Path(out_folder)
     amend = yaml.safe_load(Path(amendment_path).read_text())
     if "interval" not in (amend or {}).get("readings", {}): raise ValueError(f"{amendment_path}: no readings.interval")
@@ -459,7 +459,7 @@ def write_confirm_readings(runs_folder:Path|str, # the folder of run folders (pu
     t, extra = readings_table(tables, design)
     out.mkdir(parents=True, exist_ok=True)
     t.to_csv(out / "readings.csv", index=False, float_format="%.6g")
-    tables.to_csv(out / "per_prompt.csv", index=False, float_format="%.6g")
+    tables.to_csv(out / "prompt_values.csv", index=False, float_format="%.6g")
     s = dict(design_sha256=sha256(design_path), amendment_sha256=sha256(amendment_path), runs=list(files),
              complete=f"{len(files) - 1} of {len(design['arms']) * len(design['seeds'])}", **summarize(t, extra))
     write_json(out, "summary", s)
