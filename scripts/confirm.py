@@ -7,6 +7,8 @@ runs its confirm_* arms through this script).
     python scripts/confirm.py base RUNS [--model PATH]    # the base arm's draws on every evaluation set (once per campaign)
     python scripts/confirm.py train RUN RUNS --deadline-s 480 [--model PATH] [--no-eval]
     python scripts/confirm.py finished RUNS/RUN          # exit 0 when the run reached its last step (or its weight check stopped it)
+    python scripts/confirm.py publish RUNS OUT           # copy every run's tables into OUT (published/confirm_runs) with its summary and README
+    python scripts/confirm.py readings RUNS OUT          # the design's readings from the published runs (published/confirm_readings)
 
 The code is proposal_nb.pipeline.confirm_job (nbs/39g_confirm_job.ipynb), where each piece is explained."""
 from proposal_nb.pipeline.confirm_job import main

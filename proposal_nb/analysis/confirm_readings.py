@@ -364,9 +364,7 @@ def synthetic_runs(folder:Path|str, design:dict, prompts:int=6, R:dict|None=None
     return folder
 
 # %% ../../nbs/36c_confirm_readings.ipynb #r038
-USER_COMMAND = (".venv/bin/python -c \"from proposal_nb.analysis.confirm_readings import write_confirm_readings as w; "
-                "w('published/confirm_runs', 'published/confirm_readings', 'nbs/runs/params/confirm/design.yaml', "
-                "'nbs/runs/params/confirm/amendment-1.yaml')\"")
+USER_COMMAND = ".venv/bin/python scripts/confirm.py readings published/confirm_runs published/confirm_readings"
 MACHINE = "CPU (the project's 2-core machine), from tables the nvidia-h200 device wrote"
 
 def _ledger(folder:Path)->dict:

@@ -10,7 +10,8 @@ from . import campaign_job as cj
 # %% auto #0
 __all__ = ['DESIGN_FILE', 'DESIGN', 'PREFIX', 'EVAL_RESERVE_S', 'RUN_FILES', 'USER_COMMAND', 'COMMANDS', 'load_design',
            'arm_names', 'parse_arm', 'arm_settings', 'arm_config', 'split', 'eval_sets', 'eval_draws', 'base_eval',
-           'final_eval', 'train', 'finished', 'ledger', 'by_set', 'run_summary', 'readme', 'publish', 'plan', 'main']
+           'final_eval', 'train', 'finished', 'ledger', 'by_set', 'run_summary', 'readme', 'publish', 'plan',
+           'readings', 'main']
 
 # %% ../../nbs/39g_confirm_job.ipynb #c005
 DESIGN_FILE = cj.REPO / "nbs" / "runs" / "params" / "confirm" / "design.yaml"   # the checkout's (and a source snapshot's) design
@@ -264,6 +265,12 @@ def plan(out:Path, design:dict=DESIGN)->dict:
     (out / "confirm.json").write_text(json.dumps(doc, indent=1, default=str))
     return doc
 
+def readings(runs:Path, out:Path, design_file:Path=DESIGN_FILE)->dict:
+    "Write the design's readings (analysis.confirm_readings) from the published runs, with amendment 1's interval."
+    from proposal_nb.analysis.confirm_readings import write_confirm_readings
+    return write_confirm_readings(runs, out, design_file, Path(design_file).with_name("amendment-1.yaml"),
+                                  command=f"python scripts/confirm.py readings {runs} {out}")
+
 COMMANDS = {
     "plan": lambda a: plan(Path(a.args[0])),
     "names": lambda a: print(" ".join(arm_names())),
@@ -272,6 +279,7 @@ COMMANDS = {
                              {k: cj._cast(DESIGN["shared"].get(k), v) for k, v in (x.split("=", 1) for x in a.set)}, evaluate=not a.no_eval,
                              eval_reserve_s=a.eval_reserve_s),
     "publish": lambda a: publish(Path(a.args[0]), Path(a.args[1])),
+    "readings": lambda a: readings(Path(a.args[0]), Path(a.args[1])),
     "finished": lambda a: sys.exit(0 if finished(Path(a.args[0])) else 1),
 }
 
