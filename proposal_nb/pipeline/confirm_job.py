@@ -268,7 +268,9 @@ def plan(out:Path, design:dict=DESIGN)->dict:
 def readings(runs:Path, out:Path, design_file:Path=DESIGN_FILE)->dict:
     "Write the design's readings (analysis.confirm_readings) from the published runs, with amendment 1's interval."
     from proposal_nb.analysis.confirm_readings import write_confirm_readings
-    return write_confirm_readings(runs, out, design_file, Path(design_file).with_name("amendment-1.yaml"),
+    import os
+    rel = lambda p: os.path.relpath(p)               # config.json names the design as the checkout does, not this machine's path
+    return write_confirm_readings(runs, out, rel(design_file), rel(Path(design_file).with_name("amendment-1.yaml")),
                                   command=f"python scripts/confirm.py readings {runs} {out}")
 
 COMMANDS = {
