@@ -3,7 +3,7 @@ passed (programs.generated_tests). Reads published/h200_calibration_v2/records.p
 a program); grades each completion on its task's generated tests in the sandbox (~35 s on 2 cores).
 Writes hill.csv (both fitnesses' buckets), programs.csv (each program's counts), config.json and README.md into OUT.
 Usage: .venv/bin/python scripts/generated_fitness_hill.py [OUT [records.parquet]]   (OUT default: published/cpu_generated_fitness_hill)"""
-import ast, json, subprocess, sys, time
+import argparse, ast, json, subprocess, sys, time
 from pathlib import Path
 import pandas as pd
 from proposal_nb.programs.generated_tests import GeneratedFitness, load_tests
@@ -66,4 +66,9 @@ between them. `hill.csv` holds the table, `programs.csv` each program's counts.
     print(hill.to_string(index=False))
 
 
-if __name__ == "__main__": main(*sys.argv[1:])
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description="The calibration hill on saved programs with generated tests as the visible fitness.")
+    ap.add_argument("out", nargs="?", default="published/cpu_generated_fitness_hill", help="output folder")
+    ap.add_argument("records", nargs="?", default="published/h200_calibration_v2/records.parquet", help="saved programs (bundle size 1)")
+    a = ap.parse_args()
+    main(a.out, a.records)
