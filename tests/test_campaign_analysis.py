@@ -250,4 +250,29 @@ def test_the_run_notebook_regenerates_the_published_analyses(tmp_path):
     for name in written:
         files = sorted(p.name for p in (pub / name).iterdir() if p.name != "config.json")
         same, diff, err = filecmp.cmpfiles(ROOT / "published" / name, pub / name, files, shallow=False)
+        diff = [f for f in diff if not same_to_rounding(ROOT / "published" / name / f, pub / name / f)]
         assert not diff and not err, f"{name}: differs {diff}, missing {err}"
+
+
+def same_to_rounding(a:Path, b:Path, rel:float=1e-12)->bool:
+    """Two tables (.csv) or chart specs (.json) equal up to the last bits of their floats. The training bins' bootstrap
+    bounds (campaign_*zbins) moved in their 16th digit between the library versions of 2026-12-03 and 2026-12-04 (a fresh
+    .venv then took pandas 3.1.1 and numpy 2.4.6); every other file still compares byte for byte."""
+    import math
+    def close(x, y):
+        if isinstance(x, float) or isinstance(y, float):
+            if not (isinstance(x, (int, float)) and isinstance(y, (int, float))): return False
+            return (math.isnan(x) and math.isnan(y)) or math.isclose(x, y, rel_tol=rel, abs_tol=1e-15)
+        if isinstance(x, dict): return isinstance(y, dict) and x.keys() == y.keys() and all(close(x[k], y[k]) for k in x)
+        if isinstance(x, list): return isinstance(y, list) and len(x) == len(y) and all(map(close, x, y))
+        return x == y
+    if a.suffix == ".csv":
+        import pandas as pd
+        ta, tb = pd.read_csv(a), pd.read_csv(b)
+        return list(ta.columns) == list(tb.columns) and close(ta.to_dict("list"), tb.to_dict("list"))
+    def spec(f):                                          # a chart names its data by their hash: name them by position
+        text = f.read_text()
+        for i, name in enumerate(json.loads(text).get("datasets", {})): text = text.replace(name, f"dataset-{i}")
+        return json.loads(text)
+    if a.suffix == ".json": return close(spec(a), spec(b))
+    return False
