@@ -15,8 +15,8 @@ from ..config import DecodingConfig, SCORING_MODES
 
 # %% auto #0
 __all__ = ['pack', 'seen_masks', 'completion_logits', 'completion_token_logprobs', 'completion_logprobs', 'enumerate_completions',
-           'score_pq', 'pack_rows', 'packed_token_logprobs', 'score_tokens', 'fixed_shape_token_logprobs',
-           'prior_token_logprobs']
+           'score_pq', 'pack_rows', 'packed_token_logprobs', 'prefix_token_logprobs', 'score_tokens',
+           'fixed_shape_token_logprobs', 'prior_token_logprobs']
 
 # %% ../../nbs/24_densities.ipynb #c015
 def _as_lists(ids)->list[list[int]]:
@@ -213,6 +213,50 @@ def packed_token_logprobs(model, # a causal LM or PeftModel (grad flows if enabl
     mask = torch.arange(T, device=dev)[None] < torch.tensor([len(c) for c in C], device=dev)[:, None]
     return out, mask
 
+# %% ../../nbs/24_densities.ipynb #c036d
+def _cache_kw(body)->str:
+    "The decoder's keyword for a KV cache: `cache` (transformers ≥ 5.2x) or `past_key_values`."
+    import inspect
+    return "cache" if "cache" in inspect.signature(body.forward).parameters else "past_key_values"
+
+def prefix_token_logprobs(model, # a causal LM or PeftModel (grad flows if enabled)
+                          prompt_ids:Sequence[Sequence[int]], # token ids of each prompt (rows sharing a prompt share its prefix)
+                          completion_ids:Sequence[Sequence[int]], # token ids of each completion (≥ 1 token)
+                          pad_id:int=0, # filler after the shorter completions of a group
+                         )->tuple[torch.Tensor, torch.Tensor]: # ([N, T] float32 log-probs, 0 past each end; [N, T] mask)
+    "Per-token log p(y_t | x, y_<t), each distinct prompt's prefix run once and its KV cache shared by its completions."
+    from transformers import DynamicCache
+    P, C = _as_lists(prompt_ids), _as_lists(completion_ids)
+    if len(P) != len(C): raise ValueError(f"{len(P)} prompts but {len(C)} completions")
+    for i, (p, c) in enumerate(zip(P, C)):
+        if not p or not c: raise ValueError(f"sequence {i} has an empty {'prompt' if not p else 'completion'}")
+    dev = _device(model)
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    body, head = base.model, base.get_output_embeddings()
+    kw, groups = _cache_kw(body), {}
+    for i, p in enumerate(P): groups.setdefault(tuple(p), []).append(i)
+    vals, owner, t_idx = [], [], []
+    for p, idx in groups.items():
+        a, m, L = len(p) - 1, len(idx), max(len(C[i]) for i in idx)
+        cache = None
+        if a:                                                        # the prefix x_1..x_{a-1}, once
+            cache = DynamicCache(config=base.config)
+            body(input_ids=torch.tensor([p[:-1]], device=dev), use_cache=True, **{kw: cache})
+            cache.batch_repeat_interleave(m)
+        ids = torch.full((m, L), pad_id, dtype=torch.long); ids[:, 0] = p[-1]
+        for r, i in enumerate(idx): ids[r, 1:len(C[i])] = torch.tensor(C[i][:-1], dtype=torch.long)
+        pos = torch.arange(a, a + L).expand(m, L)
+        h = body(input_ids=ids.to(dev), position_ids=pos.to(dev), use_cache=cache is not None, **{kw: cache}).last_hidden_state
+        rr = [r for r, i in enumerate(idx) for _ in C[i]]; tt = [t for i in idx for t in range(len(C[i]))]
+        tgt = torch.tensor([C[i][t] for i in idx for t in range(len(C[i]))], device=dev)
+        vals.append(-F.cross_entropy(head(h[torch.tensor(rr, device=dev), torch.tensor(tt, device=dev)]).float(), tgt, reduction="none"))
+        owner += [idx[r] for r in rr]; t_idx += tt
+    T = max(len(c) for c in C)
+    lp = torch.cat(vals)
+    out = torch.zeros(len(C), T, device=dev, dtype=lp.dtype).index_put((torch.tensor(owner, device=dev), torch.tensor(t_idx, device=dev)), lp)
+    mask = torch.arange(T, device=dev)[None] < torch.tensor([len(c) for c in C], device=dev)[:, None]
+    return out, mask
+
 # %% ../../nbs/24_densities.ipynb #c036b
 def score_tokens(peft_model, # a PeftModel: adapter on = q, off = p
                  prompt_ids:Sequence[Sequence[int]], # token ids of each prompt
@@ -223,14 +267,16 @@ def score_tokens(peft_model, # a PeftModel: adapter on = q, off = p
                  packed:bool=True, # pack sequences when both configs are the model's own distribution
                  batch_size:int=8, # rows per forward pass of the padded path
                  prior:bool=True, # also score log p; False on the packed path: skip the adapter-off pass, log p is None
+                 prefix:bool|None=None, # on the packed path, run each prompt's prefix once for its rows (`prefix_token_logprobs`); None: on CPU
                 )->tuple: # (log q [N, T] with grad if enabled, log p [N, T] no grad, mask [N, T])
     "Per-token log q_φ and log p of each completion on the identical tokens, adapter on and off."
     if packed and prior_config.is_plain and proposal_config.is_plain and not nucleus:
         pad = getattr(getattr(peft_model, "config", None), "pad_token_id", None) or 0
+        score = prefix_token_logprobs if (_device(peft_model).type == "cpu" if prefix is None else prefix) else packed_token_logprobs
         lp = None
         if prior:
-            with torch.no_grad(), peft_model.disable_adapter(): lp, m = packed_token_logprobs(peft_model, prompt_ids, completion_ids, pad)
-        lq, m = packed_token_logprobs(peft_model, prompt_ids, completion_ids, pad)
+            with torch.no_grad(), peft_model.disable_adapter(): lp, m = score(peft_model, prompt_ids, completion_ids, pad)
+        lq, m = score(peft_model, prompt_ids, completion_ids, pad)
         return lq, lp, m
     return score_pq(peft_model, prompt_ids, completion_ids, prior_config, proposal_config, nucleus, batch_size=batch_size, per_token=True)
 

@@ -137,6 +137,7 @@ class DDPOnlineRun(DistributedOnlineRun):
 class FSDPOnlineRun(DistributedOnlineRun):
     "The weights sharded with FSDP2; the LoRA adapter trained as a float32 copy on every rank, pushed into the shards after each update."
     strategy = "fsdp"
+    prefix_scoring = False   # the shared-prefix scorer runs two passes per distinct prompt: FSDP's gathers must match across ranks
     def share(self, model, config):
         if config.nucleus or not config.prior.is_plain:
             raise ValueError("strategy='fsdp' needs the packed scorer (a plain prior config, nucleus off): the padded scorer's "

@@ -76,6 +76,7 @@ def global_visit(parts:list[dict], all_ids:list[int], rank:int, local:dict)->E.V
 # %% ../../nbs/27_training.ipynb #c020b
 class RunHooks:
     "What a distributed run overrides; in one process each hook is the identity or the plain call."
+    prefix_scoring = None   # densities.score_tokens' `prefix`: each prompt's prefix once for its draws (None: on CPU; FSDP: off)
     def shard(self, ids:list[int])->list[int]:
         "The step's prompts this process visits."
         return ids
@@ -90,7 +91,8 @@ class RunHooks:
         return make_engine(*args, **kw)
     def score_rows(self, P:list, C:list, prior:bool=True)->tuple:
         "Per-token log q (graph), log p (None without `prior`) and mask of prompts P and completions C (densities.score_tokens)."
-        return score_tokens(self.model, P, C, self.prior_cfg, DecodingConfig(), self.nucleus, batch_size=self.cfg.loop.score_batch, prior=prior)
+        return score_tokens(self.model, P, C, self.prior_cfg, DecodingConfig(), self.nucleus, batch_size=self.cfg.loop.score_batch, prior=prior,
+                            prefix=self.prefix_scoring)
     def score_prior(self, P:list, C:list)->torch.Tensor:
         "Per-token log p of completions C (float64, no graph) in the run's scoring mode (densities.prior_token_logprobs)."
         with self.scoring_weights():
@@ -639,7 +641,7 @@ def _reverse_identity(self:OnlineRun)->dict:
     t0 = time.perf_counter()
     if own: lq = np.array([math.fsum(x) for x in self.engine.logprobs(P, C)])
     else:
-        with torch.no_grad(), self.scoring_weights(): lq = score_tokens(self.model, P, C, prior=False, batch_size=L.score_batch)[0].sum(-1).double().cpu().numpy()
+        with torch.no_grad(), self.scoring_weights(): lq = score_tokens(self.model, P, C, prior=False, batch_size=L.score_batch, prefix=self.prefix_scoring)[0].sum(-1).double().cpu().numpy()
     wi = weight_identity(lq - d.logp.to_numpy())
     out = not abs(wi.mean - 1) <= max(L.identity_z * wi.se, IDENTITY_FLOOR)
     rec = dict(step=self.step, n=wi.n, mean=wi.mean, se=wi.se, z=wi.z(), out=bool(out), q="sampler" if own else "scorer",
@@ -663,7 +665,7 @@ def _score_detached(self:OnlineRun, P:list, C:list, prior:bool=True)->tuple:
     k, L = self.cfg.loop.score_rows, self.cfg.loop
     with self.scoring_weights():
         parts = [score_tokens(self.model, P[s:s + k], C[s:s + k], self.prior_cfg, DecodingConfig(), self.nucleus,
-                              batch_size=L.score_batch, prior=prior) for s in range(0, len(P), k)]
+                              batch_size=L.score_batch, prior=prior, prefix=self.prefix_scoring) for s in range(0, len(P), k)]
     T = max(x[0].shape[1] for x in parts)
     widen = lambda t: torch.cat([t, t.new_zeros(t.shape[0], T - t.shape[1])], 1)
     return tuple(None if parts[0][j] is None else torch.cat([widen(x[j]) for x in parts]) for j in range(3))
