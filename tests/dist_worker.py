@@ -38,7 +38,9 @@ def main(run_dir, estimator="iguana", steps=4):
         del run                          # "terminate called without an active exception"); DDP's reducer goes before the group
         torch.distributed.destroy_process_group()
     else:
-        OnlineRun(model.to(env("DEVICE", "cpu")), tok, tasks, has_a, cfg, run_dir).train(progress=False)
+        run = OnlineRun(model.to(env("DEVICE", "cpu")), tok, tasks, has_a, cfg, run_dir)
+        if env("PREFIX") == "0": run.prefix_scoring = False     # the packed scorer, as FSDP ranks score
+        run.train(progress=False)
 
 
 if __name__ == "__main__":
