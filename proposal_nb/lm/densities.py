@@ -23,6 +23,14 @@ def _as_lists(ids)->list[list[int]]:
     if isinstance(ids, torch.Tensor): ids = ids.tolist()
     return [list(map(int, r)) for r in ids]
 
+def _scored_pairs(prompt_ids, completion_ids)->tuple[list[list[int]], list[list[int]]]:
+    "Prompts and completions as int lists, one of each per row, none empty (the sequence scorers' shared check)."
+    P, C = _as_lists(prompt_ids), _as_lists(completion_ids)
+    if len(P) != len(C): raise ValueError(f"{len(P)} prompts but {len(C)} completions")
+    for i, (p, c) in enumerate(zip(P, C)):
+        if not p or not c: raise ValueError(f"sequence {i} has an empty {'prompt' if not p else 'completion'}")
+    return P, C
+
 def pack(prompt_ids:Sequence[Sequence[int]], # token ids of each prompt
          completion_ids:Sequence[Sequence[int]], # token ids of each completion
          pad_id:int=0, # filler id (masked out, never scored)
@@ -185,10 +193,7 @@ def packed_token_logprobs(model, # a causal LM or PeftModel (grad flows if enabl
                           capacity:int|None=None, # tokens per packed row; None: the longest sequence
                          )->tuple[torch.Tensor, torch.Tensor]: # ([N, T] float32 log-probs, 0 past each end; [N, T] mask)
     "Per-token log p(y_t | x, y_<t) of each completion, sequences packed into rows."
-    P, C = _as_lists(prompt_ids), _as_lists(completion_ids)
-    if len(P) != len(C): raise ValueError(f"{len(P)} prompts but {len(C)} completions")
-    for i, (p, c) in enumerate(zip(P, C)):
-        if not p or not c: raise ValueError(f"sequence {i} has an empty {'prompt' if not p else 'completion'}")
+    P, C = _scored_pairs(prompt_ids, completion_ids)
     dev = _device(model)
     seq = [p + c[:-1] for p, c in zip(P, C)]
     rows = pack_rows([len(s) for s in seq], capacity)
@@ -226,10 +231,7 @@ def prefix_token_logprobs(model, # a causal LM or PeftModel (grad flows if enabl
                          )->tuple[torch.Tensor, torch.Tensor]: # ([N, T] float32 log-probs, 0 past each end; [N, T] mask)
     "Per-token log p(y_t | x, y_<t), each distinct prompt's prefix run once and its KV cache shared by its completions."
     from transformers import DynamicCache
-    P, C = _as_lists(prompt_ids), _as_lists(completion_ids)
-    if len(P) != len(C): raise ValueError(f"{len(P)} prompts but {len(C)} completions")
-    for i, (p, c) in enumerate(zip(P, C)):
-        if not p or not c: raise ValueError(f"sequence {i} has an empty {'prompt' if not p else 'completion'}")
+    P, C = _scored_pairs(prompt_ids, completion_ids)
     dev = _device(model)
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     body, head = base.model, base.get_output_embeddings()
@@ -289,10 +291,7 @@ def fixed_shape_token_logprobs(model, # a causal LM or PeftModel (scored as it i
                                pad_id:int=0, # filler after a sequence and in padding rows
                               )->tuple[torch.Tensor, torch.Tensor]: # ([N, T] float32 log-probs, 0 past each end; [N, T] mask)
     "Per-token log p(y_t | x, y_<t), each sequence alone in a row of a shape fixed by its own length: batch-invariant."
-    P, C = _as_lists(prompt_ids), _as_lists(completion_ids)
-    if len(P) != len(C): raise ValueError(f"{len(P)} prompts but {len(C)} completions")
-    for i, (p, c) in enumerate(zip(P, C)):
-        if not p or not c: raise ValueError(f"sequence {i} has an empty {'prompt' if not p else 'completion'}")
+    P, C = _scored_pairs(prompt_ids, completion_ids)
     if rows < 1 or bucket < 1: raise ValueError(f"rows={rows} and bucket={bucket} must be ≥ 1")
     dev = _device(model)
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
