@@ -44,7 +44,7 @@ NO_CODE_DEFAULT = {"out_dir", "model", "tasks", "difficulties", "limit", "potent
 def passed_to():
     "Parameters passed to a function, with that function's default for them."
     from proposal_nb.lm.distributed import online_run
-    from proposal_nb.lm.models import add_lora, load_model
+    from proposal_nb.lm.models import add_lora, load_model, run_dtype
     from proposal_nb.lm.tracking import Track
     from proposal_nb.lm.rollouts import load_task_source
     from proposal_nb.programs.tasks import split_tasks
@@ -54,7 +54,8 @@ def passed_to():
                 layout=d(load_task_source, "layout"), split_seed=d(split_tasks, "seed"), heldout_frac=DEFAULT_SPLIT["heldout_frac"],
                 report_to=d(Track, "report_to"), tasks_config=d(load_task_source, "config"), tasks_split=d(load_task_source, "split"),
                 tasks_revision=d(load_task_source, "revision"), gradient_checkpointing=d(load_model, "gradient_checkpointing"),
-                attn_implementation=d(load_model, "attn_implementation") or "")   # the notebook's "" is load_model's None
+                attn_implementation=d(load_model, "attn_implementation") or "",   # the notebook's "" is load_model's None
+                dtype=d(run_dtype, "dtype"))
 
 
 def test_every_parameter_has_one_default():

@@ -325,6 +325,7 @@ def prior_token_logprobs(model, # the training copy: a PeftModel (scored with it
                          prior_model=None, # the float32 copy of the base model (mode 'fp32_prior')
                          config:DecodingConfig=DecodingConfig(), # the prior sampler's config
                          batch_size:int=8, # rows per pass (the padded path; fixed_shape's group size)
+                         prefix:bool|None=None, # plain configs in modes 'model' and 'fp32_prior': each prompt's prefix once for its rows (`prefix_token_logprobs`); None: on CPU
                         )->tuple[torch.Tensor, torch.Tensor]: # ([N, T] float64 log p per token, 0 past each end; [N, T] mask)
     "Per-token log p of each completion in a scoring mode: the model's own pass, a float32 prior, or fixed shapes."
     if mode not in SCORING_MODES: raise ValueError(f"unknown scoring mode {mode!r}; use one of {', '.join(SCORING_MODES)}")
@@ -339,6 +340,7 @@ def prior_token_logprobs(model, # the training copy: a PeftModel (scored with it
             lp, mask = fixed_shape_token_logprobs(m, prompt_ids, completion_ids, rows=batch_size, pad_id=pad)
         elif config.is_plain:
             pad = getattr(getattr(m, "config", None), "pad_token_id", None) or 0
-            lp, mask = packed_token_logprobs(m, prompt_ids, completion_ids, pad)
+            score = prefix_token_logprobs if (_device(m).type == "cpu" if prefix is None else prefix) else packed_token_logprobs
+            lp, mask = score(m, prompt_ids, completion_ids, pad)
         else: lp, mask = completion_token_logprobs(m, prompt_ids, completion_ids, config, batch_size=batch_size)
     return lp.double(), mask

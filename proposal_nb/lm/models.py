@@ -4,7 +4,7 @@
 
 # %% ../../nbs/23_models.ipynb #c001
 from __future__ import annotations
-import copy, os, shutil, tempfile, importlib.util
+import copy, os, re, shutil, tempfile, importlib.util
 from typing import NamedTuple
 from pathlib import Path
 from collections.abc import Sequence
@@ -14,10 +14,11 @@ from tokenizers import Tokenizer, models as tk_models, decoders, pre_tokenizers
 from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
 # %% auto #0
-__all__ = ['EMBEDDED_NAME', 'TINY_CHARS', 'TINY_TEMPLATE', 'EMBEDDED_ID', 'FP32_PRIOR_MAX_PARAMS', 'cache_root', 'embedded_gguf',
-           'embedded_model_path', 'default_device', 'default_dtype', 'model_dtype', 'load_model', 'chat_prompt',
-           'tiny_tokenizer', 'tiny_model', 'add_lora', 'same_base', 'adapter_config', 'load_adapter', 'save_adapter',
-           'lora_shape', 'ExactDefaults', 'count_params', 'exact_defaults', 'prior_copy']
+__all__ = ['EMBEDDED_NAME', 'RUN_DTYPES', 'TINY_CHARS', 'TINY_TEMPLATE', 'EMBEDDED_ID', 'FP32_PRIOR_MAX_PARAMS', 'cache_root',
+           'embedded_gguf', 'embedded_model_path', 'default_device', 'default_dtype', 'native_bf16', 'run_dtype',
+           'model_dtype', 'load_model', 'chat_prompt', 'tiny_tokenizer', 'tiny_model', 'add_lora', 'same_base',
+           'adapter_config', 'load_adapter', 'save_adapter', 'lora_shape', 'ExactDefaults', 'count_params',
+           'exact_defaults', 'prior_copy']
 
 # %% ../../nbs/23_models.ipynb #c005
 def cache_root(cache_dir:str|Path|None=None, # folder; None: $PROPOSAL_NB_CACHE or ~/.cache/proposal_nb
@@ -65,6 +66,26 @@ def default_dtype(device:str, # 'cpu', 'cuda', 'cuda:1', ...
     return torch.bfloat16 if str(device).startswith("cuda") else torch.float32
 
 def _as_dtype(dtype): return getattr(torch, dtype) if isinstance(dtype, str) else dtype
+
+def native_bf16(cpuinfo:str|None=None, # the text of /proc/cpuinfo (None: read it; unreadable: False)
+               )->bool:
+    "Whether the CPU multiplies bf16 matrices in hardware (AVX512-BF16 or AMX-BF16): there a bf16 model runs several times faster than float32."
+    if cpuinfo is None:
+        try: cpuinfo = Path("/proc/cpuinfo").read_text()
+        except OSError: return False
+    return re.search(r"\b(avx512_bf16|amx_bf16)\b", cpuinfo) is not None
+
+RUN_DTYPES = ("float32", "bfloat16", "float16", "float64")
+
+def run_dtype(dtype:str="", # '' (the device's default), 'auto' (bf16 on CUDA and on a CPU with native bf16) or one of RUN_DTYPES
+              device:str|None=None, # None: default_device()
+             )->torch.dtype:
+    "The dtype a run notebook loads its model in, from its `dtype` parameter."
+    device = str(device or default_device())
+    if not dtype: return default_dtype(device)
+    if dtype == "auto": return torch.bfloat16 if device.startswith("cuda") or native_bf16() else torch.float32
+    if dtype not in RUN_DTYPES: raise ValueError(f"dtype must be '', 'auto' or one of {', '.join(RUN_DTYPES)}; got {dtype!r}")
+    return _as_dtype(dtype)
 
 def model_dtype(model)->str:
     "The dtype a model's weights are in, by name ('bfloat16', 'float32'): for ledgers and messages."

@@ -58,7 +58,7 @@ def _rel(p)->str:
     return str(p.relative_to(Path.cwd())) if p.is_relative_to(Path.cwd()) else str(p)
 
 # %% ../../nbs/39a_console.ipynb #p002
-STEP_SECONDS = dict(theory=14, z=106, iguana=225, msc=240, eval=449, breakeven_iguana=4, breakeven_msc=4, site=22)  # seconds: the main job on the 2-core CPU machine (results/timing.json, 2026-11-30)
+STEP_SECONDS = dict(theory=4, z=82, iguana=209, msc=193, eval=489, breakeven_iguana=4, breakeven_msc=4, site=54)  # seconds: the main job on the 2-core CPU machine in bf16 (results/timing.json, 2026-12-04)
 
 def fmt_seconds(s:float, # seconds (negative counts as 0)
                )->str: # e.g. '3m05s'

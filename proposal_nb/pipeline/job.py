@@ -12,7 +12,7 @@ from .console import _rel, console_stream, failure_message, fmt_seconds, output_
 from .notebooks import REPO, run_notebook, RUNS
 
 # %% auto #0
-__all__ = ['DEFAULT_TASKS', 'DEFAULT_SPLIT', 'DEFAULT_TRAIN', 'JOB_LOG', 'HEADLINE_METRICS', 'JOB_FINDINGS',
+__all__ = ['DEFAULT_TASKS', 'DEFAULT_SPLIT', 'DEFAULT_DTYPE', 'DEFAULT_TRAIN', 'JOB_LOG', 'HEADLINE_METRICS', 'JOB_FINDINGS',
            'publish_gpu_benchmark', 'default_published', 'base_validity', 'final_adapter', 'default_steps',
            'run_pipeline', 'build_results_site', 'headline_table', 'job_findings', 'findings_lines', 'job_tables',
            'job_summary', 'read_table_ids']
@@ -52,9 +52,10 @@ def default_published()->Path|None:
     return REPO / "published" if any((REPO / "published").glob(f"*/{CONFIG}")) else None
 
 # %% ../../nbs/39b_job.ipynb #c014
-DEFAULT_TASKS = dict(tasks="embedded", difficulties="easy,medium", limit=40)   # the task set every step shares
+DEFAULT_TASKS = dict(tasks="embedded", difficulties="easy,medium", limit=0)    # the task set every step shares: 84 tasks, 25 held out
 DEFAULT_SPLIT = dict(heldout_frac=0.3, split_seed=42)                          # training / held-out split
-DEFAULT_TRAIN = dict(M=5, prompts_per_step=2, steps=8, lr=1e-3, max_new_tokens=128, checkpoint_every=4)
+DEFAULT_DTYPE = dict(dtype="auto")                                             # bf16 where the hardware multiplies it natively (CUDA, AVX512-BF16, AMX), else float32
+DEFAULT_TRAIN = dict(M=4, prompts_per_step=1, steps=40, lr=1e-3, max_new_tokens=128, checkpoint_every=20)   # 40 steps of 4 draws
 JOB_LOG = "main.log"                                                           # in the results folder
 
 def base_validity(results:str|Path, # the job's results folder (holding z/summary.json)
@@ -75,7 +76,7 @@ def default_steps(results:str|Path, # the folder that receives one subfolder per
                  )->list[tuple[str, Path, dict]]: # (name, notebook, parameters); callables are resolved when the step runs
     "The default pipeline: (step name, run notebook, parameters) in execution order."
     R = Path(results)
-    train = lambda est: {"out_dir": str(R / est), "estimator": est, **DEFAULT_TASKS, **DEFAULT_SPLIT, **DEFAULT_TRAIN,
+    train = lambda est: {"out_dir": str(R / est), "estimator": est, **DEFAULT_TASKS, **DEFAULT_SPLIT, **DEFAULT_TRAIN, **DEFAULT_DTYPE,
                          "mu0": lambda: base_validity(R)}
     # break-even of each arm on the held-out draws: base rates and trained pass@1 from the evaluation, costs from its training log
     breakeven = lambda est: {"out_dir": str(R / f"breakeven_{est}"), "arm": est, "rates_path": str(R / "eval" / "draws.parquet"),
@@ -83,11 +84,11 @@ def default_steps(results:str|Path, # the folder that receives one subfolder per
                              "log_path": str(R / est / "log.parquet")}
     return [
         ("theory", RUNS / "00_theory.ipynb", {"out_dir": str(R / "theory")}),
-        ("z", RUNS / "10_measure_z.ipynb", {"out_dir": str(R / "z"), **DEFAULT_TASKS, "n": 2, "max_new_tokens": 128,
-                                                  "batch_size": 80}),
+        ("z", RUNS / "10_measure_z.ipynb", {"out_dir": str(R / "z"), **DEFAULT_TASKS, **DEFAULT_DTYPE, "n": 2, "max_new_tokens": 128,
+                                                  "batch_size": 84}),
         ("iguana", RUNS / "11_train_online.ipynb", train("iguana")),
         ("msc", RUNS / "11_train_online.ipynb", train("msc")),
-        ("eval", RUNS / "13_evaluate.ipynb", {"out_dir": str(R / "eval"), **DEFAULT_TASKS, **DEFAULT_SPLIT, "R": 2, "M": 3, "batch_size": 72,
+        ("eval", RUNS / "13_evaluate.ipynb", {"out_dir": str(R / "eval"), **DEFAULT_TASKS, **DEFAULT_SPLIT, **DEFAULT_DTYPE, "R": 3, "M": 4, "batch_size": 100, "prior_runs": 1,
              "max_new_tokens": 128, "checkpoints": lambda: f"base=,iguana={final_adapter(R / 'iguana')},msc={final_adapter(R / 'msc')}"}),
     ] + [(f"breakeven_{est}", RUNS / "31_breakeven.ipynb", breakeven(est)) for est in ("iguana", "msc")]
 

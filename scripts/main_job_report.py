@@ -1,0 +1,58 @@
+"""Summarise main-job results folders side by side: step seconds, per-sample training phases, the evaluation's plan and its
+paired validity intervals. Writes one JSON (and copies each folder's small source files beside it, renamed).
+
+    python scripts/main_job_report.py OUT_DIR --run before=results_old --run after=results
+"""
+import argparse, json, shutil
+from pathlib import Path
+
+ARMS = ("iguana", "msc")
+
+
+def _json(p: Path): return json.loads(p.read_text()) if p.exists() else None
+
+
+def summarise(results: Path) -> dict:
+    "The numbers of one main-job results folder that the speed and precision targets read."
+    import pandas as pd
+    ev = _json(results / "eval" / "config.json") or {}
+    paired = pd.read_csv(results / "eval" / "paired.csv")
+    out = dict(step_seconds=_json(results / "timing.json"), plan=_json(results / "eval" / "plan.json"),
+               eval=dict(R=ev.get("R"), M=ev.get("M"), dtype=ev.get("dtype"), scoring=ev.get("scoring"),
+                         prior_runs=(ev.get("parameters") or {}).get("prior_runs", 0)), arms={})
+    out["job_seconds"] = round(sum((out["step_seconds"] or {}).values()), 1)
+    for arm in ARMS:
+        cfg, tm = _json(results / arm / "config.json") or {}, _json(results / arm / "timing.json") or {}
+        loop = (cfg.get("training") or {}).get("loop", {})
+        row = paired[(paired.a == "base") & (paired.b == arm) & (paired.metric == "validity")]
+        v = row.iloc[0] if len(row) else None
+        out["arms"][arm] = dict(steps=loop.get("steps"), M=loop.get("M"), prompts_per_step=loop.get("prompts_per_step"),
+                                seconds_per_sample=tm,
+                                validity_diff=None if v is None else dict(diff=float(v["diff"]), lo=float(v["lo"]), hi=float(v["hi"]),
+                                                                          halfwidth=float(v["hi"] - v["lo"]) / 2))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("out_dir", type=Path, help="folder that receives main_job.json and the runs' source files")
+    ap.add_argument("--run", action="append", required=True, metavar="LABEL=RESULTS", help="a main job's results folder, labelled")
+    a = ap.parse_args()
+    a.out_dir.mkdir(parents=True, exist_ok=True)
+    report = {}
+    for spec in a.run:
+        label, _, folder = spec.partition("=")
+        if not folder: raise SystemExit(f"--run wants LABEL=RESULTS, got {spec!r}")
+        res = Path(folder)
+        report[label] = summarise(res)
+        for src, name in [("timing.json", "timing.json"), ("eval/plan.json", "eval_plan.json"), ("eval/paired.csv", "eval_paired.csv"),
+                          ("eval/config.json", "eval_config.json")] + [(f"{arm}/{f}", f"{arm}_{f}") for arm in ARMS for f in ("timing.json", "config.json")]:
+            if (res / src).exists(): shutil.copyfile(res / src, a.out_dir / f"{label}_{name}")
+    (a.out_dir / "main_job.json").write_text(json.dumps(report, indent=1) + "\n")
+    for label, r in report.items():
+        arms = ", ".join(f"{k} {v['steps']} steps, validity {v['validity_diff']['diff']:+.3f} ± {v['validity_diff']['halfwidth']:.3f}"
+                         for k, v in r["arms"].items() if v["validity_diff"])
+        print(f"{label}: {r['job_seconds']:.0f} s of steps; {arms}")
+
+
+if __name__ == "__main__": main()
