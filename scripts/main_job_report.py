@@ -3,13 +3,20 @@ paired validity intervals. Writes one JSON (and copies each folder's small sourc
 
     python scripts/main_job_report.py OUT_DIR --run before=results_old --run after=results
 """
-import argparse, json, shutil
+import argparse, json, re, shutil
 from pathlib import Path
 
 ARMS = ("iguana", "msc")
 
 
 def _json(p: Path): return json.loads(p.read_text()) if p.exists() else None
+
+
+def eval_arm_seconds(notebook: Path) -> dict:
+    "Each arm's draw, score and grade seconds as the executed evaluation notebook printed them ('NAME: validity ... (N s)')."
+    if not notebook.exists(): return {}
+    text = "".join("".join(o.get("text", "")) for c in json.loads(notebook.read_text())["cells"] for o in c.get("outputs", []))
+    return {m[1]: int(m[2]) for m in re.finditer(r"^(\w+): validity [0-9.]+, correct [0-9.]+ \((\d+) s\)$", text, re.M)}
 
 
 def summarise(results: Path) -> dict:
@@ -21,6 +28,7 @@ def summarise(results: Path) -> dict:
                eval=dict(R=ev.get("R"), M=ev.get("M"), dtype=ev.get("dtype"), scoring=ev.get("scoring"),
                          prior_runs=(ev.get("parameters") or {}).get("prior_runs", 0)), arms={})
     out["job_seconds"] = round(sum((out["step_seconds"] or {}).values()), 1)
+    out["eval_arm_seconds"] = eval_arm_seconds(results / "eval" / "13_evaluate.ipynb")
     for arm in ARMS:
         cfg, tm = _json(results / arm / "config.json") or {}, _json(results / arm / "timing.json") or {}
         loop = (cfg.get("training") or {}).get("loop", {})
