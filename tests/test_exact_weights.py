@@ -151,14 +151,16 @@ def test_log_p_is_reproducible_across_batch_compositions():
     m16 = m32.to(torch.bfloat16)
     perm = torch.randperm(24, generator=g).tolist()
     fill_P, fill_C = [[3, 5, 4, 4, 3]] * 9, [[5, 4, 3, 3, 5, 4, 2]] * 9
-    def spread(mode, prior=None):
+    def spread(mode, prior=None, prefix=False):     # the packed pass by default (CPU's default prefix pass groups rows by prompt)
         runs = []
         for order, pad in ((list(range(24)), 0), (perm, 0), (list(range(12)), 9)):
-            lp, _ = prior_token_logprobs(m16, fill_P[:pad] + [P[i] for i in order], fill_C[:pad] + [C[i] for i in order], mode, prior, batch_size=5)
+            lp, _ = prior_token_logprobs(m16, fill_P[:pad] + [P[i] for i in order], fill_C[:pad] + [C[i] for i in order], mode, prior, batch_size=5,
+                                         prefix=prefix)
             runs.append(dict(zip(order, lp.sum(-1)[pad:].tolist())))
         return max(max(r[i] for r in runs if i in r) - min(r[i] for r in runs if i in r) for i in range(24))
     assert spread("fixed_shape") == 0.0
     assert spread("fp32_prior", base) < 1e-4
+    assert spread("fp32_prior", base, prefix=True) < 1e-4
     assert spread("model") > 1e-3                     # the bf16 packed pass moves: the test above has teeth
 
 
