@@ -12,10 +12,10 @@ from .console import _rel, console_stream, failure_message, fmt_seconds, output_
 from .notebooks import REPO, run_notebook, RUNS
 
 # %% auto #0
-__all__ = ['DEFAULT_TASKS', 'DEFAULT_SPLIT', 'DEFAULT_DTYPE', 'DEFAULT_TRAIN', 'JOB_LOG', 'HEADLINE_METRICS', 'JOB_FINDINGS',
-           'publish_gpu_benchmark', 'default_published', 'base_validity', 'final_adapter', 'default_steps',
-           'run_pipeline', 'build_results_site', 'headline_table', 'job_findings', 'findings_lines', 'job_tables',
-           'job_summary', 'read_table_ids']
+__all__ = ['DEFAULT_TASKS', 'DEFAULT_SPLIT', 'DEFAULT_DTYPE', 'DEFAULT_TRAIN', 'FLOAT32_SIZES', 'JOB_LOG', 'HEADLINE_METRICS',
+           'JOB_FINDINGS', 'publish_gpu_benchmark', 'default_published', 'base_validity', 'final_adapter',
+           'default_steps', 'run_pipeline', 'build_results_site', 'headline_table', 'job_findings', 'findings_lines',
+           'job_tables', 'job_summary', 'read_table_ids']
 
 # %% ../../nbs/39b_job.ipynb #c008
 def publish_gpu_benchmark(results:str|Path, # the results folder (bench_gpu/ is written in it)
@@ -56,6 +56,8 @@ DEFAULT_TASKS = dict(tasks="embedded", difficulties="easy,medium", limit=0)    #
 DEFAULT_SPLIT = dict(heldout_frac=0.3, split_seed=42)                          # training / held-out split
 DEFAULT_DTYPE = dict(dtype="auto")                                             # bf16 where the hardware multiplies it natively (CUDA, AVX512-BF16, AMX), else float32
 DEFAULT_TRAIN = dict(M=4, prompts_per_step=1, steps=40, lr=1e-3, max_new_tokens=128, checkpoint_every=20)   # 40 steps of 4 draws
+FLOAT32_SIZES = dict(tasks=dict(limit=40), train=dict(M=5, prompts_per_step=2, steps=8, checkpoint_every=4),
+                     z=dict(batch_size=80), eval=dict(R=2, M=3, batch_size=72, prior_runs=0))   # no native bf16: the earlier sizes (764 s in float32, published/cpu_main_job_bf16)
 JOB_LOG = "main.log"                                                           # in the results folder
 
 def base_validity(results:str|Path, # the job's results folder (holding z/summary.json)
@@ -73,23 +75,30 @@ def final_adapter(run_dir, # an online training run folder (holding checkpoints/
     return str(ck[-1] / "adapter")
 
 def default_steps(results:str|Path, # the folder that receives one subfolder per step
+                  bf16:bool|None=None, # the model steps run in bf16 (the re-sized job); False: float32, FLOAT32_SIZES; None: as dtype 'auto' resolves here
                  )->list[tuple[str, Path, dict]]: # (name, notebook, parameters); callables are resolved when the step runs
     "The default pipeline: (step name, run notebook, parameters) in execution order."
+    if bf16 is None:
+        import torch
+        from proposal_nb.lm.models import run_dtype
+        bf16 = run_dtype(DEFAULT_DTYPE["dtype"]) == torch.bfloat16
+    small = {} if bf16 else FLOAT32_SIZES
+    tasks, trn = DEFAULT_TASKS | small.get("tasks", {}), DEFAULT_TRAIN | small.get("train", {})
     R = Path(results)
-    train = lambda est: {"out_dir": str(R / est), "estimator": est, **DEFAULT_TASKS, **DEFAULT_SPLIT, **DEFAULT_TRAIN, **DEFAULT_DTYPE,
+    train = lambda est: {"out_dir": str(R / est), "estimator": est, **tasks, **DEFAULT_SPLIT, **trn, **DEFAULT_DTYPE,
                          "mu0": lambda: base_validity(R)}
     # break-even of each arm on the held-out draws: base rates and trained pass@1 from the evaluation, costs from its training log
     breakeven = lambda est: {"out_dir": str(R / f"breakeven_{est}"), "arm": est, "rates_path": str(R / "eval" / "draws.parquet"),
-                             "trained_path": str(R / "eval" / "draws.parquet"), "checkpoints": {est: DEFAULT_TRAIN["steps"]},
+                             "trained_path": str(R / "eval" / "draws.parquet"), "checkpoints": {est: trn["steps"]},
                              "log_path": str(R / est / "log.parquet")}
     return [
         ("theory", RUNS / "00_theory.ipynb", {"out_dir": str(R / "theory")}),
-        ("z", RUNS / "10_measure_z.ipynb", {"out_dir": str(R / "z"), **DEFAULT_TASKS, **DEFAULT_DTYPE, "n": 2, "max_new_tokens": 128,
-                                                  "batch_size": 84}),
+        ("z", RUNS / "10_measure_z.ipynb", {"out_dir": str(R / "z"), **tasks, **DEFAULT_DTYPE, "n": 2, "max_new_tokens": 128,
+                                                  "batch_size": 84, **small.get("z", {})}),
         ("iguana", RUNS / "11_train_online.ipynb", train("iguana")),
         ("msc", RUNS / "11_train_online.ipynb", train("msc")),
-        ("eval", RUNS / "13_evaluate.ipynb", {"out_dir": str(R / "eval"), **DEFAULT_TASKS, **DEFAULT_SPLIT, **DEFAULT_DTYPE, "R": 3, "M": 4, "batch_size": 100, "prior_runs": 1,
-             "max_new_tokens": 128, "checkpoints": lambda: f"base=,iguana={final_adapter(R / 'iguana')},msc={final_adapter(R / 'msc')}"}),
+        ("eval", RUNS / "13_evaluate.ipynb", {"out_dir": str(R / "eval"), **tasks, **DEFAULT_SPLIT, **DEFAULT_DTYPE, "R": 3, "M": 4, "batch_size": 100, "prior_runs": 1,
+             **small.get("eval", {}), "max_new_tokens": 128, "checkpoints": lambda: f"base=,iguana={final_adapter(R / 'iguana')},msc={final_adapter(R / 'msc')}"}),
     ] + [(f"breakeven_{est}", RUNS / "31_breakeven.ipynb", breakeven(est)) for est in ("iguana", "msc")]
 
 # %% ../../nbs/39b_job.ipynb #c015b
