@@ -1,8 +1,10 @@
 """Ours (training.OnlineRun, the fastest engine here) against TRL's GRPOTrainer on the same prompts, side by side in one
 run, per sample and per generated token: the embedded model, M draws of <= max-new tokens, LoRA r=8, one prompt per step.
 
-    python scripts/bench_cpu_trl.py OUT_DIR [--steps 4] [--M 8] [--max-new 128] [--engine auto]
+    python scripts/bench_cpu_trl.py OUT_DIR [--steps 4] [--M 8] [--max-new 128] [--engine auto] [--dtype auto]
 
+Both sides load the model in the same dtype (--dtype as the run notebooks read it: '' float32 on CPU; 'auto' bf16 on a CPU
+that multiplies bf16 in hardware); in bf16 TRL trains with bf16=True and our weights keep the float32 prior's log p.
 TRL runs its default generation (HF generate). Needs `pip install trl==1.16.0 datasets` in the same environment.
 The first step of each side (warm-up) is left out. Writes OUT_DIR/bench_cpu_trl.json."""
 import argparse, json, platform, subprocess, tempfile, time
@@ -12,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from proposal_nb.lm.models import add_lora, chat_prompt, embedded_model_path, load_model
+from proposal_nb.lm.models import add_lora, chat_prompt, embedded_model_path, load_model, run_dtype
 from proposal_nb.programs.potentials import make_potential
 from proposal_nb.lm.rollouts import load_task_source
 from proposal_nb.programs.sandbox import Executor
@@ -21,7 +23,7 @@ from proposal_nb.lm.training import OnlineRun, online_config, step_prompts
 
 
 def ours(train, potential, a):
-    lm, tok = load_model(embedded_model_path())
+    lm, tok = load_model(embedded_model_path(), dtype=run_dtype(a.dtype, "cpu"))
     torch.manual_seed(0)
     peft = add_lora(lm, r=8, alpha=16)
     cfg = online_config(engine=a.engine, M=a.M, prompts_per_step=1, steps=a.steps + 1, lr=1e-5, max_new_tokens=a.max_new,
@@ -40,7 +42,8 @@ def trl(train, potential, a):
     from peft import LoraConfig
     from transformers import TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
-    lm, tok = load_model(embedded_model_path())
+    dtype = run_dtype(a.dtype, "cpu")
+    lm, tok = load_model(embedded_model_path(), dtype=dtype)
     order = [step_prompts(len(train), 1, 42, t)[0] for t in range(a.steps + 1)]       # our loop's prompts, in order
     ds = Dataset.from_dict(dict(prompt=[chat_prompt(tok, train[i].prompt) for i in order], task=order))
     def reward(completions, task, **kw): return [float(r) for r in potential([train[i] for i in task], completions)]
@@ -51,7 +54,7 @@ def trl(train, potential, a):
     timer = Times()
     args = GRPOConfig(output_dir=tempfile.mkdtemp(), per_device_train_batch_size=a.M, num_generations=a.M, gradient_accumulation_steps=1,
                       max_completion_length=a.max_new, learning_rate=1e-5, lr_scheduler_type="constant", warmup_steps=0,
-                      weight_decay=0.0, max_grad_norm=1.0, beta=0.0, temperature=1.0, top_k=0, top_p=1.0, bf16=False,
+                      weight_decay=0.0, max_grad_norm=1.0, beta=0.0, temperature=1.0, top_k=0, top_p=1.0, bf16=dtype == torch.bfloat16,
                       gradient_checkpointing=False, max_steps=a.steps + 1, logging_steps=1, report_to="none", save_strategy="no",
                       seed=42, shuffle_dataset=False, use_cpu=True, dataloader_num_workers=0)
     lcfg = LoraConfig(r=8, lora_alpha=16, lora_dropout=0.05, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"], task_type="CAUSAL_LM")
@@ -68,6 +71,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out"); ap.add_argument("--steps", type=int, default=4); ap.add_argument("--M", type=int, default=8)
     ap.add_argument("--max-new", type=int, default=128); ap.add_argument("--engine", default="auto")
+    ap.add_argument("--dtype", default="", help="'' (float32 on CPU), 'auto' (bf16 where the CPU multiplies it) or float32/bfloat16")
     a = ap.parse_args()
     out = Path(a.out); out.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(2)
@@ -76,7 +80,7 @@ def main():
     res = dict(machine=f"{platform.machine()} CPU, {torch.get_num_threads()} threads", date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                commit=subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip(),
                command="python scripts/bench_cpu_trl.py OUT " + " ".join(f"--{k.replace('_', '-')} {v}" for k, v in vars(a).items() if k != "out"),
-               torch=torch.__version__, trl_version=_trl.__version__)
+               torch=torch.__version__, trl_version=_trl.__version__, dtype=str(run_dtype(a.dtype, "cpu")).removeprefix("torch."))
     with Executor() as ex:
         pot = make_potential("no_error", ex)
         res["ours"] = ours(train, pot, a); print(json.dumps(res["ours"]), flush=True)

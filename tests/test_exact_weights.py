@@ -159,6 +159,7 @@ def test_log_p_is_reproducible_across_batch_compositions():
             runs.append(dict(zip(order, lp.sum(-1)[pad:].tolist())))
         return max(max(r[i] for r in runs if i in r) - min(r[i] for r in runs if i in r) for i in range(24))
     assert spread("fixed_shape") == 0.0
+    assert spread("fixed_shape", prefix=True) == 0.0  # its CPU form: each prompt's prefix once, each completion alone after it
     assert spread("fp32_prior", base) < 1e-4
     assert spread("fp32_prior", base, prefix=True) < 1e-4
     assert spread("model") > 1e-3                     # the bf16 packed pass moves: the test above has teeth
@@ -176,11 +177,17 @@ def test_reverse_identity_at_checkpoints(tmp_path):
     assert np.allclose(d.logp, d.logp_prior, atol=1e-4)                      # float32: the prior's sampler is its scorer
 
 
-def test_bf16_run_defaults_to_an_exact_scoring_mode(tmp_path):
-    "A bf16 model with scoring 'auto' scores log p on a float32 copy (models.exact_defaults) and weighs with the sampler's q."
+@pytest.mark.parametrize("native", [False, True])
+def test_bf16_run_defaults_to_an_exact_scoring_mode(tmp_path, monkeypatch, native):
+    "A bf16 model on a CPU with scoring 'auto': the fixed-shape pass where the CPU multiplies bf16 natively, else a float32 copy; q is the sampler's."
+    import proposal_nb.lm.rollouts as R
+    monkeypatch.setattr(R, "native_bf16", lambda: native)
     m, tok = fresh(dtype=torch.bfloat16)
     cfg = online_config(estimator="msc", M=4, prompts_per_step=2, steps=3, lr=1e-2, max_new_tokens=8)
     run = OnlineRun(m, tok, TASKS, has_a, cfg, tmp_path)
-    assert run.scoring == "fp32_prior" and run.prior_model.dtype == torch.float32
+    mode = "fixed_shape" if native else "fp32_prior"
+    assert run.scoring == mode and (run.prior_model is None if native else run.prior_model.dtype == torch.float32)
     run.train(progress=False)
-    assert json.loads((tmp_path / "exact.json").read_text()) == dict(dtype="bfloat16", scoring="fp32_prior", weights="sampler", engine="fast")
+    assert json.loads((tmp_path / "exact.json").read_text()) == dict(dtype="bfloat16", scoring=mode, weights="sampler", engine="fast")
+    d = pd.read_parquet(tmp_path / "draws.parquet")
+    assert len(d) == 24 and np.isfinite(d.logp).all() and (d.logp <= 0).all()

@@ -164,6 +164,24 @@ def test_item4_evaluation_reads_its_training_run(user):
     assert set(pd.read_csv(user / "runs" / "my_eval" / "per_prompt.csv").prompt_id) == held
 
 
+def test_prior_runs_rescores_only_the_first_runs_of_the_base(user):
+    "13_evaluate's prior_runs (issue 41: the main job's cheaper report card): the prior table holds the base's first runs, under every arm."
+    import pandas as pd
+    small = ["--set", "R=2", "--set", "M=2", "--set", "max_new_tokens=8", "--set", "n_boot=50"]
+    p = cli("evaluate", "runs/my_iguana", "--out", "runs/card_eval", *small, "--set", "prior_runs=1", cwd=user)
+    assert p.returncode == 0, p.stdout + p.stderr
+    d = user / "runs" / "card_eval"
+    draws, prior = pd.read_parquet(d / "draws.parquet"), pd.read_parquet(d / "prior.parquet")
+    key = ["prompt_id", "run", "draw"]
+    first = draws[(draws.checkpoint == "base") & (draws.run == 0)].sort_values(key)
+    assert set(draws[draws.checkpoint == "base"].run) == {0, 1} and set(prior.run) == {0}
+    assert sorted(prior.checkpoint.unique()) == sorted(draws.checkpoint.unique())
+    for ck, g in prior.groupby("checkpoint"):                        # the same draws under each arm: the base's run 0, in full
+        assert g.sort_values(key)[key + ["text_hash"]].values.tolist() == first[key + ["text_hash"]].values.tolist(), ck
+    p = cli("evaluate", "runs/my_iguana", "--out", "runs/card_eval_bad", *small, "--set", "prior_runs=3", cwd=user)
+    assert p.returncode == 1 and "prior_runs must be in 0..R=2, got 3" in p.stderr, p.stderr
+
+
 def test_item4_another_split_is_refused_and_the_overlap_named(user):
     "Old: a different split was accepted silently, and prompts the adapter was trained on were scored as held out."
     adapter = user / "runs" / "my_iguana" / "checkpoints" / "step-2" / "adapter"

@@ -228,8 +228,9 @@ def prefix_token_logprobs(model, # a causal LM or PeftModel (grad flows if enabl
                           prompt_ids:Sequence[Sequence[int]], # token ids of each prompt (rows sharing a prompt share its prefix)
                           completion_ids:Sequence[Sequence[int]], # token ids of each completion (≥ 1 token)
                           pad_id:int=0, # filler after the shorter completions of a group
+                          alone:bool=False, # each completion in a pass of its own after the shared prefix: its shapes are its own prompt's and completion's lengths, so its values never depend on the other rows
                          )->tuple[torch.Tensor, torch.Tensor]: # ([N, T] float32 log-probs, 0 past each end; [N, T] mask)
-    "Per-token log p(y_t | x, y_<t), each distinct prompt's prefix run once and its KV cache shared by its completions."
+    "Per-token log p(y_t | x, y_<t), each distinct prompt's prefix run once and its KV cache shared by its completions (`alone`: batch-invariant)."
     from transformers import DynamicCache
     P, C = _scored_pairs(prompt_ids, completion_ids)
     dev = _device(model)
@@ -238,21 +239,26 @@ def prefix_token_logprobs(model, # a causal LM or PeftModel (grad flows if enabl
     kw, groups = _cache_kw(body), {}
     for i, p in enumerate(P): groups.setdefault(tuple(p), []).append(i)
     vals, owner, t_idx = [], [], []
-    for p, idx in groups.items():
-        a, m, L = len(p) - 1, len(idx), max(len(C[i]) for i in idx)
-        cache = None
+    for p, members in groups.items():
+        a, kv = len(p) - 1, None
         if a:                                                        # the prefix x_1..x_{a-1}, once
-            cache = DynamicCache(config=base.config)
-            body(input_ids=torch.tensor([p[:-1]], device=dev), use_cache=True, **{kw: cache})
-            cache.batch_repeat_interleave(m)
-        ids = torch.full((m, L), pad_id, dtype=torch.long); ids[:, 0] = p[-1]
-        for r, i in enumerate(idx): ids[r, 1:len(C[i])] = torch.tensor(C[i][:-1], dtype=torch.long)
-        pos = torch.arange(a, a + L).expand(m, L)
-        h = body(input_ids=ids.to(dev), position_ids=pos.to(dev), use_cache=cache is not None, **{kw: cache}).last_hidden_state
-        rr = [r for r, i in enumerate(idx) for _ in C[i]]; tt = [t for i in idx for t in range(len(C[i]))]
-        tgt = torch.tensor([C[i][t] for i in idx for t in range(len(C[i]))], device=dev)
-        vals.append(-F.cross_entropy(head(h[torch.tensor(rr, device=dev), torch.tensor(tt, device=dev)]).float(), tgt, reduction="none"))
-        owner += [idx[r] for r in rr]; t_idx += tt
+            pc = DynamicCache(config=base.config)
+            body(input_ids=torch.tensor([p[:-1]], device=dev), use_cache=True, **{kw: pc})
+            kv = [(l.keys, l.values) for l in pc.layers]
+        for idx in ([[i] for i in members] if alone else [members]):
+            m, L = len(idx), max(len(C[i]) for i in idx)
+            cache = None
+            if kv is not None:                                       # the prefix's keys and values, once per row of this pass
+                cache = DynamicCache(config=base.config)
+                for l, (k, v) in enumerate(kv): cache.update(k.expand(m, -1, -1, -1), v.expand(m, -1, -1, -1), l)
+            ids = torch.full((m, L), pad_id, dtype=torch.long); ids[:, 0] = p[-1]
+            for r, i in enumerate(idx): ids[r, 1:len(C[i])] = torch.tensor(C[i][:-1], dtype=torch.long)
+            pos = torch.arange(a, a + L).expand(m, L)
+            h = body(input_ids=ids.to(dev), position_ids=pos.to(dev), use_cache=cache is not None, **{kw: cache}).last_hidden_state
+            rr = [r for r, i in enumerate(idx) for _ in C[i]]; tt = [t for i in idx for t in range(len(C[i]))]
+            tgt = torch.tensor([C[i][t] for i in idx for t in range(len(C[i]))], device=dev)
+            vals.append(-F.cross_entropy(head(h[torch.tensor(rr, device=dev), torch.tensor(tt, device=dev)]).float(), tgt, reduction="none"))
+            owner += [idx[r] for r in rr]; t_idx += tt
     T = max(len(c) for c in C)
     lp = torch.cat(vals)
     out = torch.zeros(len(C), T, device=dev, dtype=lp.dtype).index_put((torch.tensor(owner, device=dev), torch.tensor(t_idx, device=dev)), lp)
@@ -325,7 +331,7 @@ def prior_token_logprobs(model, # the training copy: a PeftModel (scored with it
                          prior_model=None, # the float32 copy of the base model (mode 'fp32_prior')
                          config:DecodingConfig=DecodingConfig(), # the prior sampler's config
                          batch_size:int=8, # rows per pass (the padded path; fixed_shape's group size)
-                         prefix:bool|None=None, # plain configs in modes 'model' and 'fp32_prior': each prompt's prefix once for its rows (`prefix_token_logprobs`); None: on CPU
+                         prefix:bool|None=None, # plain configs: each prompt's prefix once for its rows (`prefix_token_logprobs`; in 'fixed_shape' each row then alone); None: on CPU
                         )->tuple[torch.Tensor, torch.Tensor]: # ([N, T] float64 log p per token, 0 past each end; [N, T] mask)
     "Per-token log p of each completion in a scoring mode: the model's own pass, a float32 prior, or fixed shapes."
     if mode not in SCORING_MODES: raise ValueError(f"unknown scoring mode {mode!r}; use one of {', '.join(SCORING_MODES)}")
@@ -337,7 +343,8 @@ def prior_token_logprobs(model, # the training copy: a PeftModel (scored with it
         if mode == "fixed_shape":
             if not config.is_plain: raise ValueError(f"scoring mode 'fixed_shape' scores the model's own distribution; the prior {config} needs 'fp32_prior'")
             pad = getattr(getattr(m, "config", None), "pad_token_id", None) or 0
-            lp, mask = fixed_shape_token_logprobs(m, prompt_ids, completion_ids, rows=batch_size, pad_id=pad)
+            if _device(m).type == "cpu" if prefix is None else prefix: lp, mask = prefix_token_logprobs(m, prompt_ids, completion_ids, pad, alone=True)
+            else: lp, mask = fixed_shape_token_logprobs(m, prompt_ids, completion_ids, rows=batch_size, pad_id=pad)
         elif config.is_plain:
             pad = getattr(getattr(m, "config", None), "pad_token_id", None) or 0
             score = prefix_token_logprobs if (_device(m).type == "cpu" if prefix is None else prefix) else packed_token_logprobs

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import torch
 from ..programs.tasks import Task, extract_program
-from .models import chat_prompt, exact_defaults, prior_copy
+from .models import chat_prompt, exact_defaults, native_bf16, prior_copy
 from .generation import row_keys
 from .engines import make_engine, own_logprobs
 from .densities import DecodingConfig, completion_logprobs, score_pq, prior_token_logprobs, SCORING_MODES
@@ -152,12 +152,14 @@ def resolve_scoring(model, # the model whose draws are weighed
                     scoring:str, # a scoring mode or 'auto'
                     prior:DecodingConfig=DecodingConfig(), # the prior's decoding config
                    )->str: # one of SCORING_MODES
-    "The scoring mode 'auto' stands for: the model's own pass in float32, else the exact and fastest mode (models.exact_defaults)."
+    "The scoring mode 'auto' stands for: the model's own pass in float32, else the exact and fastest mode (models.exact_defaults; a bf16 model on a CPU without native bf16: fp32_prior)."
     if scoring != "auto":
         if scoring not in SCORING_MODES: raise ValueError(f"scoring must be 'auto' or one of {', '.join(SCORING_MODES)}; got {scoring!r}")
         return scoring
-    if next(model.parameters()).dtype in (torch.float32, torch.float64): return "model"
-    mode = exact_defaults(model, device="cuda").scoring
+    w = next(model.parameters())
+    if w.dtype in (torch.float32, torch.float64): return "model"
+    if w.device.type == "cpu": mode = "fixed_shape" if native_bf16() else "fp32_prior"   # bf16 only where the CPU multiplies it is the fixed-shape pass fast
+    else: mode = exact_defaults(model, device="cuda").scoring
     return "fp32_prior" if mode == "fixed_shape" and not prior.is_plain else mode
 
 # %% ../../nbs/26_rollouts.ipynb #c012b
