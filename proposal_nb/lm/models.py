@@ -309,7 +309,7 @@ def exact_defaults(model=None, # a loaded model, an HF config, a model id or fol
         if native if native is not None else native_bf16():
             return ExactDefaults("bfloat16", "fixed_shape", "sampler", n, "CPU with native bf16 (AVX512-BF16 or AMX): bf16 sampling and update weighed by the "
                                  "sampler's own log-probs; log p from the fixed-shape bf16 pass (each prompt's prefix once, each completion alone: "
-                                 "bit-reproducible across batches), 2.6x faster on the project's CPU than a float32 copy (published/cpu_prior_modes)")
+                                 "bit-reproducible across batches), 2.9x faster on the project's CPU than a float32 copy (published/cpu_prior_modes)")
         return ExactDefaults("float32", "model", "sampler", n, "CPU: float32 sampler and scorer agree to rounding, so the model's own pass is exact and no copy is needed")
     if n <= FP32_PRIOR_MAX_PARAMS:
         return ExactDefaults("bfloat16", "fp32_prior", "sampler", n, f"CUDA, {n / 1e9:.2g}B parameters: bf16 sampling and update weighed by the sampler's "
