@@ -97,7 +97,7 @@ def default_steps(results:str|Path, # the folder that receives one subfolder per
                                                   "batch_size": 84, **small.get("z", {})}),
         ("iguana", RUNS / "11_train_online.ipynb", train("iguana")),
         ("msc", RUNS / "11_train_online.ipynb", train("msc")),
-        ("eval", RUNS / "13_evaluate.ipynb", {"out_dir": str(R / "eval"), **tasks, **DEFAULT_SPLIT, **DEFAULT_DTYPE, "R": 3, "M": 4, "batch_size": 100, "prior_runs": 1,
+        ("eval", RUNS / "13_evaluate.ipynb", {"out_dir": str(R / "eval"), **tasks, **DEFAULT_SPLIT, **DEFAULT_DTYPE, "R": 3, "M": 5, "batch_size": 125, "prior_runs": 1,
              **small.get("eval", {}), "max_new_tokens": 128, "checkpoints": lambda: f"base=,iguana={final_adapter(R / 'iguana')},msc={final_adapter(R / 'msc')}"}),
     ] + [(f"breakeven_{est}", RUNS / "31_breakeven.ipynb", breakeven(est)) for est in ("iguana", "msc")]
 
@@ -145,7 +145,7 @@ def build_results_site(results:str|Path, # the job's results folder (the user's 
                        published:bool|str|Path=True, # True: the published runs (default_published) and the GPU benchmark; a folder; False: the user's runs alone
                        out:str|Path|None=None, # the site's folder (default: RESULTS/site)
                       )->float:
-    "Build the static site from the run folders of `results` and the published runs, read in place; when Chromium is installed, check every page; returns seconds."
+    "Build the static site from the run folders of `results` and the published runs, read in place; when Chromium is installed, check every page (a screenshot of its first viewport); returns seconds."
     from proposal_nb.site.build import build_site
     from proposal_nb.site.browser import verify_site, find_chromium
     t0, out = time.time(), Path(out or Path(results) / "site")
@@ -153,7 +153,7 @@ def build_results_site(results:str|Path, # the job's results folder (the user's 
         roots = [] if published is False else [Path(published)] if published is not True else [p for p in [default_published()] if p]
         if published is True and publish_gpu_benchmark(bench): roots.append(Path(bench))
         build_site(results, out, published=roots)
-    if find_chromium(): verify_site(out, out.parent / f"{out.name}_check")
+    if find_chromium(): verify_site(out, out.parent / f"{out.name}_check", full=False)   # first viewports: full-page shots cost more than the check itself
     return round(time.time() - t0, 1)
 
 # %% ../../nbs/39b_job.ipynb #s002

@@ -204,6 +204,7 @@ def click_prompt(b:Chromium, # a browser on the per-prompt page
 def check_site(site_dir:Path|str, # a built site
                shots_dir:Path|str, # where the screenshots go
                exe:str|None=None, # chromium executable
+               full:bool=True, # full-page screenshots; False: each page's first viewport (the main job: about 3x faster over 84 pages)
               )->list[PageCheck]:
     "Open every page of a built site in headless Chromium: errors, rendered marks, a prompt click, screenshots."
     site, shots = Path(site_dir).resolve(), Path(shots_dir); shots.mkdir(parents=True, exist_ok=True)
@@ -214,15 +215,16 @@ def check_site(site_dir:Path|str, # a built site
             text = f.read_text()
             secs = b.goto(f.as_uri(), "window.__siteReady" if "data-chart=" in text else "document.readyState === 'complete'")
             shown = click_prompt(b) if "id='prompt-panel'" in text else None
-            out.append(PageCheck(f.name, round(secs, 2), b.errors(), b.eval(_MARKS_JS), b.screenshot(shots / f"{f.stem}.png"), shown))
+            out.append(PageCheck(f.name, round(secs, 2), b.errors(), b.eval(_MARKS_JS), b.screenshot(shots / f"{f.stem}.png", full=full), shown))
     return out
 
 def verify_site(site_dir:Path|str, # a built site
                 shots_dir:Path|str, # screenshots and check.json go here
                 exe:str|None=None, # chromium executable
+                full:bool=True, # full-page screenshots (False: the first viewport)
                )->dict:
     "check_site, then raise naming the first page with a console error, an empty chart or a silent prompt click."
-    checks = check_site(site_dir, shots_dir, exe)
+    checks = check_site(site_dir, shots_dir, exe, full)
     rep = dict(pages=len(checks), charts=sum(len(c.charts) for c in checks), shots=str(Path(shots_dir).resolve()),
                checks=[dict(page=c.page, seconds=c.seconds, errors=c.errors, charts=c.charts, screenshot=c.screenshot.name,
                             prompt=c.prompt) for c in checks])
