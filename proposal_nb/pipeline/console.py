@@ -58,7 +58,7 @@ def _rel(p)->str:
     return str(p.relative_to(Path.cwd())) if p.is_relative_to(Path.cwd()) else str(p)
 
 # %% ../../nbs/39a_console.ipynb #p002
-STEP_SECONDS = dict(theory=4, z=82, iguana=209, msc=193, eval=489, breakeven_iguana=4, breakeven_msc=4, site=54)  # seconds: the main job on the 2-core CPU machine in bf16 (results/timing.json, 2026-12-04)
+STEP_SECONDS = dict(theory=4, z=75, iguana=183, msc=208, eval=456, breakeven_iguana=4, breakeven_msc=4, site=28)  # seconds: the main job on the 2-core CPU machine in bf16 (published/cpu_main_job_fixed_shape, 2026-12-05)
 
 def fmt_seconds(s:float, # seconds (negative counts as 0)
                )->str: # e.g. '3m05s'
