@@ -51,8 +51,8 @@ def environment_report(model:str|None=None, # the model to check (see `model_con
 def _exact_line(e:dict)->str:
     "The exact and fastest (dtype, scoring mode, weight density) for the model, and why."
     if "dtype" not in e: return f"exact weights: {e.get('why', 'unknown')}"
-    return (f"exact weights: dtype {e['dtype']}, loop.scoring {e['scoring']}, loop.weights {e['weights']} (what loop.scoring='auto' "
-            f"picks) · {e['why']}")
+    return (f"exact weights: dtype {e['dtype']}, loop.scoring {e['scoring']}, loop.weights {e['weights']} (the fastest exact pair here: what "
+            f"dtype='auto' and loop.scoring='auto' pick) · {e['why']}")
 
 def format_report(r:dict, # from environment_report
                  )->str: # five lines
