@@ -19,6 +19,29 @@ def eval_arm_seconds(notebook: Path) -> dict:
     return {m[1]: int(m[2]) for m in re.finditer(r"^(\w+): validity [0-9.]+, correct [0-9.]+ \((\d+) s\)$", text, re.M)}
 
 
+def weight_diagnostics(draws) -> dict:
+    """Per evaluation arm, from its held-out draws: E_q[p/q] per prompt (its median and mean over prompts: 1 when q covers p
+    and the draws are many), and wacc (the self-normalised estimate of P(correct) under p * r) from each run's draws alone
+    and from all runs of a prompt pooled (a prompt without a valid draw counts 0): self-normalised estimates lean
+    towards q's own preference at few draws, so the two differ where q is far from p. The base's macro skyline beside."""
+    import numpy as np
+    import pandas as pd
+    def snis(g):
+        lw = (g.logp - g.logq + g.logr).to_numpy()
+        if np.isneginf(lw).all(): return 0.0
+        w = np.exp(lw - lw.max()); return float((w * g.correct.to_numpy()).sum() / w.sum())
+    out = {}
+    for ck, g in draws.groupby("checkpoint"):
+        pq = g.assign(r=np.exp(g.logp - g.logq)).groupby("prompt_id").r.mean()
+        per_run = g.groupby(["prompt_id", "run"]).apply(snis).groupby(level=0).mean()
+        out[ck] = dict(draws_per_prompt=int(g.groupby("prompt_id").size().iloc[0]), runs=int(g.run.nunique()),
+                       mean_p_over_q_median=float(pq.median()), mean_p_over_q_mean=float(pq.mean()),
+                       wacc_per_run=float(per_run.mean()), wacc_pooled=float(g.groupby("prompt_id").apply(snis).mean()))
+    base = draws[draws.checkpoint == "base"].groupby("prompt_id")[["valid", "correct"]].sum()
+    if len(base): out["base_macro_skyline"] = float((base.correct / base.valid.where(base.valid > 0)).fillna(0).mean())
+    return out
+
+
 def summarise(results: Path) -> dict:
     "The numbers of one main-job results folder that the speed and precision targets read."
     import pandas as pd
@@ -29,6 +52,7 @@ def summarise(results: Path) -> dict:
                          prior_runs=(ev.get("parameters") or {}).get("prior_runs", 0)), arms={})
     out["job_seconds"] = round(sum((out["step_seconds"] or {}).values()), 1)
     out["eval_arm_seconds"] = eval_arm_seconds(results / "eval" / "13_evaluate.ipynb")
+    if (results / "eval" / "draws.parquet").exists(): out["weights"] = weight_diagnostics(pd.read_parquet(results / "eval" / "draws.parquet"))
     for arm in ARMS:
         cfg, tm = _json(results / arm / "config.json") or {}, _json(results / arm / "timing.json") or {}
         loop = (cfg.get("training") or {}).get("loop", {})
