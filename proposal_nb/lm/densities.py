@@ -323,6 +323,7 @@ def fixed_shape_token_logprobs(model, # a causal LM or PeftModel (scored as it i
     mask = torch.arange(T, device=dev)[None] < torch.tensor([len(c) for c in C], device=dev)[:, None]
     return out, mask
 
+# %% ../../nbs/24_densities.ipynb #c040p
 @torch.no_grad()
 def prior_token_logprobs(model, # the training copy: a PeftModel (scored with its adapter off) or the base LM
                          prompt_ids:Sequence[Sequence[int]], # token ids of each prompt
