@@ -180,8 +180,8 @@ def test_reverse_identity_at_checkpoints(tmp_path):
 @pytest.mark.parametrize("native", [False, True])
 def test_bf16_run_defaults_to_an_exact_scoring_mode(tmp_path, monkeypatch, native):
     "A bf16 model on a CPU with scoring 'auto': the fixed-shape pass where the CPU multiplies bf16 natively, else a float32 copy; q is the sampler's."
-    import proposal_nb.lm.rollouts as R
-    monkeypatch.setattr(R, "native_bf16", lambda: native)
+    import proposal_nb.lm.models as Mo
+    monkeypatch.setattr(Mo, "native_bf16", lambda *a: native)
     m, tok = fresh(dtype=torch.bfloat16)
     cfg = online_config(estimator="msc", M=4, prompts_per_step=2, steps=3, lr=1e-2, max_new_tokens=8)
     run = OnlineRun(m, tok, TASKS, has_a, cfg, tmp_path)

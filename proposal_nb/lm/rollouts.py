@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import torch
 from ..programs.tasks import Task, extract_program
-from .models import chat_prompt, exact_defaults, native_bf16, prior_copy
+from .models import chat_prompt, exact_defaults, prior_copy
 from .generation import row_keys
 from .engines import make_engine, own_logprobs
 from .densities import DecodingConfig, completion_logprobs, score_pq, prior_token_logprobs, SCORING_MODES
@@ -158,8 +158,8 @@ def resolve_scoring(model, # the model whose draws are weighed
         return scoring
     w = next(model.parameters())
     if w.dtype in (torch.float32, torch.float64): return "model"
-    if w.device.type == "cpu": mode = "fixed_shape" if native_bf16() else "fp32_prior"   # bf16 only where the CPU multiplies it is the fixed-shape pass fast
-    else: mode = exact_defaults(model, device="cuda").scoring
+    mode = exact_defaults(model, device="cpu" if w.device.type == "cpu" else "cuda").scoring
+    if mode == "model": mode = "fp32_prior"               # a bf16 model where the exact default is float32 (a CPU without native bf16)
     return "fp32_prior" if mode == "fixed_shape" and not prior.is_plain else mode
 
 # %% ../../nbs/26_rollouts.ipynb #c012b
