@@ -99,6 +99,7 @@ class LoopConfig:
     gen_batch: int = 32           # hf engine: rows per generate call
     score_batch: int = 8          # rows per forward of the padded scoring path (truncated prior / nucleus)
     score_rows: int|None = None   # rows per backward chunk, gradients accumulated (see "Chunked scoring"); None: all at once
+    overlap_checks: bool|None = None   # run the checker beside the scoring (same verdicts, same logs); None: when the model is on a GPU
     check_weights: bool = True    # compare the sampler's and the scorer's log-probs every step; stop beyond tolerance
     weights: str = "sampler"      # q in every weight: 'sampler' (the engine's own log-probs: exact in any dtype) or 'scorer' (the trainer's log q: exact in float32 only)
     scoring: str = "auto"         # how log p is scored: auto (models.exact_defaults), model, fp32_prior, fixed_shape (densities.SCORING_MODES)
@@ -154,6 +155,7 @@ def _check(self:OnlineConfig):
         if int(getattr(l, k)) < 1: raise ValueError(f"loop.{k} must be ≥ 1, got {getattr(l, k)}")
     if l.score_rows is not None and (isinstance(l.score_rows, bool) or int(l.score_rows) != l.score_rows or l.score_rows < 1):
         raise ValueError(f"loop.score_rows must be None (all rows at once) or an integer ≥ 1, got {l.score_rows!r}")
+    if l.overlap_checks not in (None, True, False): raise ValueError(f"loop.overlap_checks must be None (on a GPU only), True or False, got {l.overlap_checks!r}")
     if l.lr <= 0 or l.grad_clip <= 0: raise ValueError("loop.lr and loop.grad_clip must be positive")
     if not 0 <= l.ema_beta < 1: raise ValueError(f"loop.ema_beta must be in [0, 1), got {l.ema_beta}")
     if l.engine not in ENGINE_NAMES: raise ValueError(f"unknown engine {l.engine!r}; use one of {', '.join(ENGINE_NAMES)}")

@@ -3,9 +3,13 @@
     python scripts/bench_loop.py OUT_DIR [--model PATH] [--gguf FILE] [--engines fast,hf] [--steps 30] [--hf-steps 3]
                                  [--prompts 8] [--M 10] [--max-new 256] [--limit 0]
 
-Writes OUT_DIR/<engine>/{log.parquet, draws.parquet, config.json} and OUT_DIR/bench_loop.json: seconds per sample of
-generation, potential, scoring and update (the first step, which captures the CUDA graph, is left out), tokens per
-second, the sampler-vs-scorer log-prob gap, and the ratio between engines measured in this one run."""
+Each name in --engines is an arm: an engine, optionally with `+compile` (the decode layer compiled), `+serial` or
+`+overlap` (the checker after the scoring, or beside it; neither: the loop's default), e.g.
+`--engines fast+serial,fast+compile+overlap` times the loop before and after both levers in one run.
+Writes OUT_DIR/<arm>/{log.parquet, draws.parquet, config.json} and OUT_DIR/bench_loop.json: seconds per sample of
+generation, potential (the seconds a step waited for the checker), scoring and update (the first step, which captures
+the CUDA graph or compiles, is left out), tokens per second, the sampler-vs-scorer log-prob gap, and the ratios between
+arms measured in this one run."""
 import argparse, json, platform, subprocess, time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -39,31 +43,38 @@ def main():
                    f"--{k.replace('_', '-')} {v}" for k, v in vars(a).items() if k != "out"),
                commit=subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip() or None,
                torch=torch.__version__, model=str(a.model or "embedded:SmolLM2-135M-Instruct"), train_prompts=len(train), engines={})
-    for eng in a.engines.split(","):
+    for arm in a.engines.split(","):
+        eng, *flags = arm.split("+")
+        if bad := sorted(set(flags) - {"compile", "serial", "overlap"}): raise SystemExit(f"arm {arm!r}: unknown option(s) {bad}; use +compile, +serial, +overlap")
+        if {"serial", "overlap"} <= set(flags): raise SystemExit(f"arm {arm!r}: +serial and +overlap exclude each other")
+        overlap = True if "overlap" in flags else False if "serial" in flags else None
         lm, tok = load_model(path)
         torch.manual_seed(0)
         peft = add_lora(lm, r=8, alpha=16)
         steps = a.steps if eng != "hf" else a.hf_steps
         cfg = online_config(engine=eng, estimator=a.estimator, M=a.M, prompts_per_step=a.prompts, steps=steps, lr=a.lr,
-                            max_new_tokens=a.max_new, checkpoint_every=10_000, compile=a.compile, seed=42)
+                            max_new_tokens=a.max_new, checkpoint_every=10_000, compile=a.compile or "compile" in flags,
+                            overlap_checks=overlap, seed=42)
         t0 = time.time()
         with Executor() as ex:
-            run = OnlineRun(peft, tok, train, make_potential("no_error", ex), cfg, out / eng, resume=False)
+            run = OnlineRun(peft, tok, train, make_potential("no_error", ex), cfg, out / arm, resume=False)
             log = run.train(progress=True)
         wall = time.time() - t0
         timed = log.iloc[1:] if len(log) > 1 else log
         n, ntok = timed.n_samples.sum(), timed.n_tokens.sum()
         per = {k.removeprefix("t_"): float(timed[k].sum() / n) for k in PHASES}
-        res["engines"][eng] = dict(engine=run.engine.name, steps=len(log), timed_steps=len(timed), samples=int(n), tokens=int(ntok),
+        res["engines"][arm] = dict(engine=run.engine.name, compile=cfg.loop.compile, overlap_checks=run.overlapping(), steps=len(log), timed_steps=len(timed), samples=int(n), tokens=int(ntok),
                                    per_sample_s=per, total_per_sample_s=sum(per.values()),
                                    gen_tokens_per_s=float(ntok / timed.t_generation.sum()), mean_length=float(timed.mean_length.mean()),
                                    validity=float(log.validity.mean()), logprob_gap_max=float(log.logprob_gap_max.max()),
                                    logprob_gap_mean=float(log.logprob_gap_mean.mean()), first_step_s=float(log.iloc[0][list(PHASES)].sum()),
                                    wall_s=wall, dtype=str(next(peft.parameters()).dtype))
-        print(json.dumps({eng: res["engines"][eng]}, indent=1), flush=True)
+        print(json.dumps({arm: res["engines"][arm]}, indent=1), flush=True)
         del run, peft, lm; torch.cuda.empty_cache() if torch.cuda.is_available() else None
     e = res["engines"]
     if "fast" in e and "hf" in e: res["hf_over_fast_per_sample"] = e["hf"]["total_per_sample_s"] / e["fast"]["total_per_sample_s"]
+    first = next(iter(e), None)                                       # every arm against the first one named (the 'before')
+    res["over_first_per_sample"] = {k: v["total_per_sample_s"] / e[first]["total_per_sample_s"] for k, v in e.items()}
     (out / "bench_loop.json").write_text(json.dumps(res, indent=1))
     print(json.dumps({k: v for k, v in res.items() if k != "engines"}, indent=1))
 

@@ -15,6 +15,7 @@
 # Runs live in /tmp/runs, so a later call on the same warm machine resumes them; to resume on a fresh machine, put the
 # packed parts of the last job in RESUME_DIR (*.tgz.NN, joined here).
 # usage: bash scripts/campaign_job.sh BUDGET_S ARM [ARM ...] [--resume RESUME_DIR]
+# (EVAL_RESERVE_S=S in the environment: the seconds a confirm_* run keeps for its evaluation after its last step)
 set -uo pipefail
 T0=$(date +%s); BUDGET=$1; shift; ARMS=(); RESUME=""
 while [ $# -gt 0 ]; do if [ "$1" = --resume ]; then RESUME=$2; shift 2; else ARMS+=("$1"); shift; fi; done
@@ -70,7 +71,7 @@ for a in "${ARMS[@]}"; do
         --no-eval --deadline-s $(left) > $L/wc_$d.log 2>&1 &
     done
   elif [[ $a == confirm_* ]]; then   # a confirmatory run: resumed, evaluated at its last step; a finished or stopped run is left alone
-    ( $K finished $R/$a || timeout $(( $(left) + 40 )) $K train $a $R --model $MODEL --deadline-s $(left) ) > $L/$a.log 2>&1 &
+    ( $K finished $R/$a || timeout $(( $(left) + 40 )) $K train $a $R --model $MODEL --deadline-s $(left) ${EVAL_RESERVE_S:+--eval-reserve-s $EVAL_RESERVE_S} ) > $L/$a.log 2>&1 &
   elif [ "$a" = chaincheck ]; then
     [ -f $R/chain_check/chain_check.json ] || timeout $(left) $C chain-check $R/chain_check --steps 6 --split-at 3 --model $MODEL > $L/chaincheck.log 2>&1 &
   else

@@ -5,7 +5,7 @@ from proposal_nb.estimators.registry import RECIPES
 
 # a value unlike the default for every flat name (so a misplaced value shows)
 DISTINCT = dict(M=7, prompts_per_step=3, steps=11, lr=2e-4, grad_clip=0.5, max_new_tokens=99, checkpoint_every=5, seed=7,
-                ema_beta=0.9, engine="hf", compile=True, gen_batch=9, score_batch=4, score_rows=6, check_weights=False,
+                ema_beta=0.9, engine="hf", compile=True, overlap_checks=True, gen_batch=9, score_batch=4, score_rows=6, check_weights=False,
                 weights="scorer", scoring="model", identity_window=13, identity_z=2.5, identity_stop=False, reverse_draws=3,
                 estimator="msc", clip=7.0, clip_floor=1.5, baseline="batch_mean", kl_beta=0.25, skip_invalid=True, length_norm=True,
                 ceiling=1e5, normalizer="eb", n0=11.0, m0=12.0, mu0=0.3, fold_clip=13.0, baseline_cap=0.9, fold_floor=0.7,

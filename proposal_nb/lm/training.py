@@ -3,6 +3,7 @@
 # %% ../../nbs/27_training.ipynb #c001
 from __future__ import annotations
 import json, math, os, shutil, time, warnings
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass, asdict, field, fields
 from pathlib import Path
@@ -117,7 +118,7 @@ class RunHooks:
 
 # %% ../../nbs/27_training.ipynb #c021
 EXTENDABLE = (("loop", "steps"), ("loop", "checkpoint_every"), ("loop", "score_rows"),     # config keys a resumed run may change
-              ("loop", "identity_window"), ("loop", "identity_z"), ("loop", "identity_stop"))
+              ("loop", "identity_window"), ("loop", "identity_z"), ("loop", "identity_stop"), ("loop", "overlap_checks"))
 LEGACY_LOOP = {k: v for (p, k), v in LEGACY.items() if p == "loop"}   # what a checkpoint saved before these keys existed was trained with
 
 class OnlineRun(RunHooks):
@@ -150,7 +151,7 @@ class OnlineRun(RunHooks):
         self.dtype = next(model.parameters()).dtype
         self.scoring = resolve_scoring(model, L.scoring, self.prior_cfg)
         self.prior_model = prior_model if prior_model is not None or self.scoring != "fp32_prior" else prior_copy(model, base_path)
-        self.base_path, self._forced_lp, self._fallback_warned = base_path, None, False
+        self.base_path, self._forced_lp, self._fallback_warned, self._checker = base_path, None, False, None
         local = len(self.shard(list(range(L.prompts_per_step))))
         refs = self.est.references(self.est.init(1), torch.zeros(1, dtype=torch.long)) is not None
         self.engine = engine or self.build_engine(L.engine, model, tokenizer, rows=local * L.M, max_prompt_len=max(map(len, self.prompt_ids + self.heldout_ids)),
@@ -234,7 +235,7 @@ OnlineRun.checkpoint_dirs, OnlineRun.save, OnlineRun.load_latest = _checkpoint_d
 
 # %% ../../nbs/27_training.ipynb #c023
 def _draw(self:OnlineRun, ids:list[int]):
-    "Draw M completions per prompt from the current proposal (keyed per row) and grade them; forced rows give the sampler's density of the references."
+    "Draw M completions per prompt from the current proposal (keyed per row) and hand them to the checker; forced rows give the sampler's density of the references."
     L = self.cfg.loop
     t0 = _sync(self.model)
     self.model.eval()
@@ -245,10 +246,7 @@ def _draw(self:OnlineRun, ids:list[int]):
     elif forced: gens, self._forced_lp = self.engine.generate(prompts, L.M, keys, forced=forced)
     else: gens = self.engine.generate(prompts, L.M, keys)
     t1 = _sync(self.model)
-    flat_t = [self.tasks[i] for i in ids for _ in range(L.M)]
-    r = np.asarray(self.potential(flat_t, [g.text for d in gens for g in d]), dtype=float).reshape(len(ids), L.M)
-    if np.isnan(r).any() or (r < 0).any() or (r > 1).any(): raise ValueError("the potential returned values outside [0, 1]")
-    return gens, r, t1 - t0, time.perf_counter() - t1
+    return gens, self.submit_checks(ids, gens), t1 - t0
 
 def _forced_pairs(self:OnlineRun, ids:list[int])->list|None:
     "The retained references of `ids` as (prompt, completion) pairs, when the weights take q from an engine that scores them itself."
@@ -307,6 +305,33 @@ def _score(self:OnlineRun, gens:list, P:list, C:list, ref_keys):
 
 OnlineRun.draw, OnlineRun.forced_pairs, OnlineRun.rows, OnlineRun.ref_values, OnlineRun.score = _draw, _forced_pairs, _rows, _ref_values, _score
 
+# %% ../../nbs/27_training.ipynb #ov02
+def _overlapping(self:OnlineRun)->bool:
+    "Whether the checker runs beside the scoring: `loop.overlap_checks`, or (None) whether the model is on a GPU."
+    o = self.cfg.loop.overlap_checks
+    return next(self.model.parameters()).device.type == "cuda" if o is None else bool(o)
+
+def _submit_checks(self:OnlineRun, ids:list[int], gens:list):
+    "Hand the step's draws to the potential: to a worker thread now (overlapped) or when `verdicts` asks (serial); the call that yields r."
+    tasks, texts = [self.tasks[i] for i in ids for _ in range(self.cfg.loop.M)], [g.text for d in gens for g in d]
+    if not self.overlapping(): return lambda: self.potential(tasks, texts)
+    if self._checker is None: self._checker = ThreadPoolExecutor(1, thread_name_prefix="proposal-nb-checker")
+    return self._checker.submit(self.potential, tasks, texts).result
+
+def _verdicts(self:OnlineRun, pending, n:int)->tuple:
+    "The step's verdicts r [n, M] from `submit_checks`'s call, and the seconds the step waited for them; ValueError outside [0, 1]."
+    t0 = time.perf_counter()
+    r = np.asarray(pending(), dtype=float).reshape(n, self.cfg.loop.M)
+    if np.isnan(r).any() or (r < 0).any() or (r > 1).any(): raise ValueError("the potential returned values outside [0, 1]")
+    return r, time.perf_counter() - t0
+
+def _close_checker(self:OnlineRun):
+    "Stop the checker's worker thread (after its last call returns); the next overlapped step starts another."
+    if self._checker is not None: self._checker.shutdown(wait=True)
+    self._checker = None
+
+OnlineRun.overlapping, OnlineRun.submit_checks, OnlineRun.verdicts, OnlineRun.close_checker = _overlapping, _submit_checks, _verdicts, _close_checker
+
 # %% ../../nbs/27_training.ipynb #c024
 def _train_step(self:OnlineRun)->dict:
     "One optimizer step; returns its log row."
@@ -314,10 +339,11 @@ def _train_step(self:OnlineRun)->dict:
     all_ids = step_prompts(len(self.tasks), L.prompts_per_step, L.seed, self.step)
     ids = self.shard(all_ids)
     B, M = len(ids), L.M
-    gens, r, t_gen, t_pot = self.draw(ids)
+    gens, pending, t_gen = self.draw(ids)
     t0 = _sync(self.model)
     P, C, ref_keys = self.rows(ids, gens)
     lq, lp, ref_lq, delta = self.score(gens, P, C, ref_keys)
+    r, t_pot = self.verdicts(pending, B)                                  # overlapped: the checker ran during the scoring
     pos = {i: k for k, i in enumerate(all_ids)}
     local = dict(ids=ids, lq=lq.view(B, M), lp=lp.view(B, M), logr=torch.log(torch.as_tensor(r, dtype=torch.float64)).view(B, M),
                  lengths=torch.tensor([[max(len(g.token_ids), 1) for g in d] for d in gens], dtype=torch.float64).view(B, M),
@@ -344,7 +370,7 @@ def _train_step(self:OnlineRun)->dict:
     self.engine.refresh()
     t_upd = _sync(self.model) - t1
     mine = dict(r=r, lengths=local["lengths"].numpy(), ent=[[-sum(g.logprobs) / max(len(g.logprobs), 1) for g in d] for d in gens],
-                texts=[[g.text for g in d] for d in gens], ids=ids, t=(t_gen, t_pot, t1 - t0, t_upd),
+                texts=[[g.text for g in d] for d in gens], ids=ids, t=(t_gen, t_pot, t1 - t0 - t_pot, t_upd),
                 delta=None if delta is None else tuple(delta))
     every = self.gather(mine)
     self.step += 1
@@ -525,7 +551,7 @@ def _train(self:OnlineRun, progress:bool=True, stop_after:int|None=None, callbac
             bar.update(1); bar.set_postfix(loss=f"{row['loss']:.3f}", valid=f"{row['validity']:.2f}")
             if any([cb.after_step(self, row, seconds) for cb in cbs]): break   # a list: every callback sees the step
     finally:
-        bar.close()
+        bar.close(); self.close_checker()
         if self.is_main: self.write_tables()                                  # log.parquet and draws.parquet whole, also when a step raised
     for cb in cbs: cb.after_train(self)
     if self.is_main: self.warn_weights()
