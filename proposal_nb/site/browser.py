@@ -215,6 +215,7 @@ def check_site(site_dir:Path|str, # a built site
             text = f.read_text()
             secs = b.goto(f.as_uri(), "window.__siteReady" if "data-chart=" in text else "document.readyState === 'complete'")
             shown = click_prompt(b) if "id='prompt-panel'" in text else None
+            if not full and shown is not None: b.eval("window.scrollTo(0, 0)")      # the click scrolled to its point: back to the first viewport
             out.append(PageCheck(f.name, round(secs, 2), b.errors(), b.eval(_MARKS_JS), b.screenshot(shots / f"{f.stem}.png", full=full), shown))
     return out
 
