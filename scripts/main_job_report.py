@@ -22,8 +22,10 @@ def eval_arm_seconds(notebook: Path) -> dict:
 def weight_diagnostics(draws) -> dict:
     """Per evaluation arm, from its held-out draws: E_q[p/q] per prompt (its median and mean over prompts: 1 when q covers p
     and the draws are many), and wacc (the self-normalised estimate of P(correct) under p * r) from each run's draws alone
-    and from all runs of a prompt pooled (a prompt without a valid draw counts 0): self-normalised estimates lean
-    towards q's own preference at few draws, so the two differ where q is far from p. The base's macro skyline beside."""
+    and from all runs of a prompt pooled (a prompt without a valid draw counts 0). The two differ even where q = p (a run
+    without a valid draw counts 0, and a mean of ratios is not a ratio of sums); where q is far from p they also differ
+    because self-normalised estimates lean towards q's own preference at few draws. The base's macro skyline beside: it is
+    the base's pooled wacc by construction, so the pooled wacc is the like-for-like comparison with it."""
     import numpy as np
     import pandas as pd
     def snis(g):
