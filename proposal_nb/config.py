@@ -201,7 +201,8 @@ def online_config(**flat)->OnlineConfig:
 # %% ../nbs/19_config.ipynb #g020
 LEGACY = {("loop", "weights"): "scorer", ("loop", "scoring"): "model",          # before issue 36: the trainer's log q, the model's log p
           ("estimator", "clip_floor"): None, ("estimator", "ceiling"): 1e6,      # before the clip floor and the numerical ceiling
-          ("normalizer", "fold_floor"): None}                                     # before the fold floor: min(u, fold_clip·Ẑ)
+          ("normalizer", "fold_floor"): None,                                     # before the fold floor: min(u, fold_clip·Ẑ)
+          ("loop", "overlap_checks"): False}                                      # before the checker ran beside the scoring: after it
 LEGACY_SKIP = (("loop", "identity_window"), ("loop", "identity_z"), ("loop", "identity_stop"), ("loop", "reverse_draws"))
 
 # %% ../nbs/19_config.ipynb #g023
