@@ -14,14 +14,11 @@ import proposal_nb
 __all__ = ['REPO', 'DESIGN_DIR', 'DESIGN_FILES', 'DESIGN', 'SHARED', 'SPLIT', 'EVAL', 'PASS_KS', 'ARMS', 'OFFLINE', 'BC_ORDER',
            'BC_DRAWS', 'WHY', 'STRICT', 'STRICT_ARMS', 'FP32_ARMS', 'CAMPAIGN_LOOP', 'CAMPAIGN_EVAL', 'STRICT_COMMAND',
            'CARD_COMMAND', 'CARD_FP32_COMMAND', 'FP32_COMMAND', 'DESIGN_RECIPE', 'EVAL_RESERVE_S', 'USER_COMMAND',
-           'CALIBRATION_V2', 'CARD', 'CARD_DRAWS', 'CARD_CHUNK', 'CARD_BATCH', 'OFFLINE_CARD', 'CARD_CONTROL',
-           'HF_S_PER_SAMPLE', 'FAST_S_PER_SAMPLE', 'COMMANDS', 'load_design', 'log_steps', 'arm_settings', 'arm_dtype',
-           'train_potential', 'reference', 'arm_config', 'plan', 'open_run', 'heldout_draws', 'base_eval',
-           'base_strict', 'checkpoint_eval', 'train', 'pack', 'pack_runs', 'unpack', 'chain_check', 'rollouts',
-           'skipped_since', 'fit_bc', 'train_bc', 'heldout_tables', 'provenance', 'report', 'write_heldout',
-           'calibration_plan', 'card_config', 'card_plan', 'rollouts_card', 'base_prior_eval', 'card_checkpoint_eval',
-           'train_bc_card', 'eval_card_fp32', 'report_card_arms', 'card_waste', 'plan_card', 'strict_design',
-           'strict_zcounts', 'plan_strict', 'plan_fp32', 'main']
+           'CALIBRATION_V2', 'COMMANDS', 'load_design', 'log_steps', 'arm_settings', 'arm_dtype', 'train_potential',
+           'reference', 'arm_config', 'plan', 'open_run', 'heldout_draws', 'base_eval', 'base_strict',
+           'checkpoint_eval', 'train', 'pack', 'pack_runs', 'unpack', 'chain_check', 'rollouts', 'skipped_since',
+           'fit_bc', 'train_bc', 'heldout_tables', 'provenance', 'report', 'write_heldout', 'calibration_plan',
+           'strict_design', 'strict_zcounts', 'plan_strict', 'plan_fp32', 'main']
 
 # %% ../../nbs/39f_campaign_job.ipynb #c005
 REPO = Path(proposal_nb.__file__).resolve().parents[1]   # the checkout, or a source snapshot (campaign_job.sh)
@@ -112,6 +109,7 @@ def arm_config(arm:str, overrides:dict|None=None):
 # %% ../../nbs/39f_campaign_job.ipynb #c020
 def plan(out:Path):
     "Write campaign.json: the design, fixed before any run."
+    from proposal_nb.pipeline.card_job import card_plan
     out.mkdir(parents=True, exist_ok=True)
     doc = dict(written=datetime.now(timezone.utc).isoformat(timespec="seconds"), shared=SHARED, split=SPLIT,
                arms={a: dict(settings=ARMS[a][0], what=ARMS[a][1], checkpoints=log_steps((SHARED | ARMS[a][0])["steps"]),
@@ -272,6 +270,13 @@ def _cast(default, v:str):
 def _gpu()->str:
     import torch
     return torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
+
+# %% ../../nbs/39f_campaign_job.ipynb #c061
+def _ledger(folder:Path, job:dict):
+    job = job | dict(gpu=_gpu(), date=datetime.now(timezone.utc).isoformat(timespec="seconds"), commit=_commit())
+    with open(folder / "ledger.jsonl", "a") as f: f.write(json.dumps(job) + "\n")
+    print(json.dumps(job), flush=True)
+    return job
 
 # %% ../../nbs/39f_campaign_job.ipynb #c034
 def pack(run_dir:Path, dest:Path):
@@ -574,277 +579,6 @@ def calibration_plan(out:Path, z_dir:Path|None=None, n_boot:int=2000, seed:int=0
     print(t.round(4).to_string(index=False)); print(json.dumps(doc["chosen"]))
     return doc
 
-# %% ../../nbs/39f_campaign_job.ipynb #c055
-# The card-sampler arms (nbs/runs/params/campaign/card.yaml), fixed before any of them ran.
-CARD = DESIGN["card"]                                                  # the truncated "card" sampler (a DecodingConfig)
-
-# %% ../../nbs/39f_campaign_job.ipynb #c056
-CARD_DRAWS, CARD_CHUNK, CARD_BATCH = BC_DRAWS, DESIGN["card_chunk"], DESIGN["card_batch"]   # 340 x 59 = 20,060 rollouts (bc_spread's)
-OFFLINE_CARD = {a: (v["scheme"], v["what"]) for a, v in DESIGN["offline_card"].items()}      # filtered-BC arms on card rollouts
-CARD_CONTROL = (DESIGN["card_control"]["arm"], DESIGN["card_control"]["what"])
-HF_S_PER_SAMPLE = 0.372  # published/h200_fast_loop/bench_loop.json: hf engine generation seconds per sample at 80 rows, 256 new tokens
-FAST_S_PER_SAMPLE = 0.015  # the same file: the fast engine's generation seconds per sample (T = 1)
-
-# %% ../../nbs/39f_campaign_job.ipynb #c057
-def card_config():
-    "The card sampler as a DecodingConfig."
-    from proposal_nb.lm.densities import DecodingConfig
-    return DecodingConfig(**CARD)
-
-# %% ../../nbs/39f_campaign_job.ipynb #c058
-def card_plan()->dict:
-    "The card arms' pre-registered design: sampler, budget and its GPU-time bound, evaluation, the control and why."
-    n = CARD_DRAWS * 59
-    return dict(sampler=CARD, engine="auto: the fast engine on a GPU (it samples the card config since 72eeb14, the same tokens as "
-                                     "HF generate from the same keys), else hf", rollouts=n, draws_per_prompt=CARD_DRAWS,
-                chunk=CARD_CHUNK, batch_rows=CARD_BATCH, keys="(seed 42, 'bc-rollouts', prompt, draw): bc_spread's keys, shared randomness",
-                budget_why=(f"bc_spread's {n:,} rollouts, so the card and T = 1 BC arms fit equal data. At the hf engine's measured "
-                            f"{HF_S_PER_SAMPLE} s per sample (80 rows) that is at most {n * HF_S_PER_SAMPLE / 60:.0f} GPU-minutes; the fast "
-                            f"engine's plain T = 1 draws cost {FAST_S_PER_SAMPLE} s per sample (about {n * FAST_S_PER_SAMPLE / 60:.0f} "
-                            f"GPU-minutes), and its card draws add a top-k / top-p pass over the vocabulary per token (not measured). Chunks of {CARD_CHUNK} draws per "
-                            f"prompt ({CARD_CHUNK * 59:,} rollouts) resume across 10-minute jobs and their seconds go to the ledger. If the "
-                            "device time runs out first, bc_card fits the whole chunks made (equal draws per prompt) and the ledger says "
-                            "how many: a stop decided on timings only, never on a bc_card result"),
-                arms={a: dict(scheme=v[0], what=v[1], epochs=1, batch_size=8) for a, v in OFFLINE_CARD.items()},
-                evaluation=(f"held-out split, R x M = {EVAL['R']} x {EVAL['M']} per prompt with EVAL's keys; the proposal is sampled at "
-                            "T = 1 (exact log q) and every weight uses the card density renormalised over its kept set (a draw with a "
-                            "token outside it weighs 0); the reference base_card is the card sampler's own draws (rejection sampling "
-                            "from p_card), made with the same keys"),
-                control=dict(name=CARD_CONTROL[0], what=CARD_CONTROL[1],
-                             why=("§8.7 contrasts arms that differ in both their rollouts and their prior. Holding the proposal and its "
-                                  "draws fixed and changing only the prior in the weight isolates the prior; BC on T = 1 rollouts "
-                                  "(bc_spread, already an arm) differs from bc_card in its data as well")),
-                primary=("per checkpoint, paired wacc differences bc_card - base_card and bc_card_t1prior - base with 95% prompt-bootstrap "
-                         "CIs; beside them the proposal's own pass@1 against base_card's and the share of zero-weight draws"),
-                pre_run=dict(zero_weight_share=0.9167, outside_per_token=0.2416, draws=24, prompts=6, mean_length=100.2,
-                             what=("base-model T = 1 draws (the untrained proposal) scored under the card prior: 22 of 24 have a token "
-                                   "outside its kept set, so they weigh 0; a T = 1 proposal near the base wastes most draws here"),
-                             provenance="`campaign.py card-waste` on CPU, fp32 embedded model, first 6 held-out prompts x 4 draws, EVAL keys, 2026-12-01"))
-
-# %% ../../nbs/39f_campaign_job.ipynb #c059
-def _card_tasks(split:str, limit:int|None=None):
-    train_tasks, heldout = _tasks()
-    ts = train_tasks if split == "train" else heldout
-    return ts[:limit] if limit else ts
-
-# %% ../../nbs/39f_campaign_job.ipynb #c060
-def _card_model(model_path:str, seed:int, dtype:str|None=None):
-    import torch
-    from proposal_nb.lm.models import add_lora, load_model
-    lm, tok = load_model(model_path, dtype=dtype); torch.manual_seed(seed)
-    return add_lora(lm, r=8, alpha=16), tok
-
-# %% ../../nbs/39f_campaign_job.ipynb #c061
-def _ledger(folder:Path, job:dict):
-    job = job | dict(gpu=_gpu(), date=datetime.now(timezone.utc).isoformat(timespec="seconds"), commit=_commit())
-    with open(folder / "ledger.jsonl", "a") as f: f.write(json.dumps(job) + "\n")
-    print(json.dumps(job), flush=True)
-    return job
-
-# %% ../../nbs/39f_campaign_job.ipynb #c062
-def rollouts_card(runs:Path, model_path:str, deadline_s:float=480, draws:int=CARD_DRAWS, chunk:int=CARD_CHUNK,
-                  batch_size:int=CARD_BATCH, max_new_tokens:int=SHARED["max_new_tokens"], limit:int|None=None, valid=None,
-                  close:bool=False)->Path|None:
-    "Card-sampler rollouts of the training prompts in resumable chunks; card.parquet once all `draws` exist (or, with close, the chunks made)."
-    import pandas as pd
-    from proposal_nb.lm.rollouts import grade, keyed_generations
-    from proposal_nb.programs.potentials import make_potential
-    from proposal_nb.programs.sandbox import Executor
-    if draws % chunk: raise SystemExit(f"draws={draws} is not a multiple of chunk={chunk}")
-    t0, out = time.time(), runs / "rollouts_card"; out.mkdir(parents=True, exist_ok=True)
-    tasks, cfg, peft, t_chunks, made = _card_tasks("train", limit), card_config(), None, [], []
-    todo = [] if close else [k for k in range(0, draws, chunk) if not (out / f"part-{k:05d}.parquet").exists()]
-    with Executor() as ex:
-        pots = {"valid": valid or make_potential("no_error", ex), "correct": make_potential("correctness", ex)}
-        for k in todo:
-            if t_chunks and time.time() - t0 + 1.2 * max(t_chunks) > deadline_s: break
-            if peft is None: peft, tok = _card_model(model_path, 0)
-            tc = time.time()
-            d = keyed_generations(peft, tok, tasks, chunk, SHARED["seed"], "bc-rollouts", "auto", max_new_tokens, batch_size,
-                                  adapter=False, progress=True, config=cfg, start=k)
-            ft, fg = [t for t, x in zip(tasks, d) for _ in x], [g for x in d for g in x]
-            r = grade(pots, ft, [g.text for g in fg])
-            df = pd.DataFrame(dict(prompt_id=[t.id for t in ft], draw=[k + m for x in d for m in range(len(x))], valid=r["valid"],
-                                   correct=r["correct"] * (r["valid"] > 0), logp=[g.logprob for g in fg], length=[len(g.token_ids) for g in fg],
-                                   stop_reason=[g.stop_reason for g in fg], prompt_ids=[list(g.prompt_ids) for g in fg],
-                                   token_ids=[list(g.token_ids) for g in fg]))
-            df.to_parquet(out / "part.tmp.parquet"); (out / "part.tmp.parquet").rename(out / f"part-{k:05d}.parquet")
-            t_chunks.append(time.time() - tc); made.append(k)
-    parts = sorted(out.glob("part-[0-9]*.parquet"))
-    if (close or len(parts) == draws // chunk) and parts and not (out / "card.parquet").exists():
-        if [p.name for p in parts] != [f"part-{k:05d}.parquet" for k in range(0, chunk * len(parts), chunk)]:
-            raise SystemExit(f"{out}: the chunks made are not draws 0..{chunk * len(parts) - 1}: {[p.name for p in parts]}")
-        order = {t.id: i for i, t in enumerate(tasks)}
-        allp = pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True)
-        allp = allp.assign(_o=allp.prompt_id.map(order)).sort_values(["_o", "draw"], kind="stable").drop(columns="_o").reset_index(drop=True)
-        allp.to_parquet(out / "card.tmp.parquet"); (out / "card.tmp.parquet").rename(out / "card.parquet")
-    n_new = len(made) * chunk * len(tasks)
-    _ledger(out, dict(arm="rollouts_card", chunks=made, chunks_done=len(parts), chunks_total=draws // chunk, rollouts=n_new,
-                      wall_s=round(time.time() - t0, 1), gen_s_per_sample=round(sum(t_chunks) / max(1, n_new), 4),
-                      complete=(out / "card.parquet").exists(), closed_early=close and len(parts) < draws // chunk,
-                      sampler=CARD, batch_rows=batch_size))
-    return out / "card.parquet" if (out / "card.parquet").exists() else None
-
-# %% ../../nbs/39f_campaign_job.ipynb #c063
-def base_prior_eval(runs:Path, model_path:str, name:str="base_card", prior=None, eval_kw:dict|None=None, valid=None)->Path:
-    "The reference arm of a prior: its own held-out draws (q = p_gen) with token ids, in RUNS/name/heldout_draws.parquet."
-    from proposal_nb.lm.rollouts import evaluation_draws
-    from proposal_nb.programs.potentials import make_potential
-    from proposal_nb.programs.sandbox import Executor
-    prior = card_config() if prior is None else prior
-    kw = dict(R=EVAL["R"], M=EVAL["M"], seed=EVAL["seed"], max_new_tokens=SHARED["max_new_tokens"], limit=None,
-              batch_size=EVAL["batch_size"] if prior.is_plain else CARD_BATCH) | (eval_kw or {})
-    t0, out = time.time(), runs / name; out.mkdir(parents=True, exist_ok=True)
-    peft, tok = _card_model(model_path, 0, arm_dtype(name))
-    with Executor() as ex:
-        d = evaluation_draws(peft, tok, _card_tasks("heldout", kw["limit"]), name, None, kw["R"], kw["M"], valid or make_potential("no_error", ex),
-                             make_potential("correctness", ex), seed=kw["seed"], max_new_tokens=kw["max_new_tokens"], batch_size=kw["batch_size"],
-                             progress=False, keep_tokens=True, engine="auto", prior=prior)
-    d.to_parquet(out / "heldout_draws.tmp.parquet"); (out / "heldout_draws.tmp.parquet").rename(out / "heldout_draws.parquet")
-    _ledger(out, dict(arm=name, prior=__import__("dataclasses").asdict(prior), wall_s=round(time.time() - t0, 1), draws=len(d), validity=float(d.valid.mean()),
-                      scorer_outside=int(d["outside_kept"].sum()) if "outside_kept" in d else 0))
-    return out / "heldout_draws.parquet"
-
-# %% ../../nbs/39f_campaign_job.ipynb #c064
-def card_checkpoint_eval(model, tok, name:str, out:Path, runs:Path, ex, eval_kw:dict|None=None, valid=None, suffix:str="")->dict:
-    """Held-out draws of the adapter now in `model`, weighed with the card prior (heldout/NAME_*) and, the same draws, with T = 1
-    (heldout/t1-NAME_*); re-scored references base_card and base (`suffix` _fp32: base_card_fp32 and base_fp32)."""
-    import pandas as pd
-    from proposal_nb.lm.densities import DecodingConfig
-    from proposal_nb.lm.rollouts import adapter_state, evaluation_draws, prior_logps, prior_table
-    from proposal_nb.programs.potentials import make_potential
-    kw = dict(R=EVAL["R"], M=EVAL["M"], seed=EVAL["seed"], max_new_tokens=SHARED["max_new_tokens"], batch_size=EVAL["batch_size"],
-              limit=None) | (eval_kw or {})
-    refs = {k: runs / f"{k}{suffix}" / "heldout_draws.parquet" for k in ("base_card", "base")}
-    for k, f in refs.items():
-        if not f.exists(): raise SystemExit(f"{f} is missing: run `{'base-card' if k == 'base_card' else 'base'}{suffix.replace('_', '-')}` first")
-    t0, state = time.time(), {k: v.clone() for k, v in adapter_state(model).items()}
-    d = evaluation_draws(model, tok, _card_tasks("heldout", kw["limit"]), name, state, kw["R"], kw["M"], valid or make_potential("no_error", ex),
-                         make_potential("correctness", ex), seed=kw["seed"], max_new_tokens=kw["max_new_tokens"], batch_size=kw["batch_size"],
-                         progress=False, keep_tokens=True, engine="auto", prior=card_config(), **CAMPAIGN_EVAL)
-    t1 = d.drop(columns=["outside_kept"]).assign(logp=prior_logps(model, d, DecodingConfig()))
-    (out / "heldout").mkdir(parents=True, exist_ok=True)   # one folder, so that `pack` carries both
-    for pre, draws, base in (("", d, refs["base_card"]), ("t1-", t1, refs["base"])):
-        draws.drop(columns=["prompt_ids", "token_ids"]).to_parquet(out / "heldout" / f"{pre}{name}_draws.parquet")
-        prior_table(model, pd.read_parquet(base), name, state).to_parquet(out / "heldout" / f"{pre}{name}_prior.parquet")
-    res = dict(checkpoint=name, eval_s=round(time.time() - t0, 1), validity=float(d.valid.mean()), correct=float(d.correct.mean()),
-               zero_weight=float(d.outside_kept.mean()))
-    print(json.dumps(res), flush=True)
-    return res
-
-# %% ../../nbs/39f_campaign_job.ipynb #c065
-def train_bc_card(arm:str, runs:Path, model_path:str, overrides:dict|None=None, eval_kw:dict|None=None, valid=None,
-                  deadline_s:float=math.inf)->dict:
-    "Filtered BC (one epoch) on the card rollouts with the arm's batching scheme, resumable; then the held-out evaluation under both priors."
-    import pandas as pd
-    from proposal_nb.programs.sandbox import Executor
-    if arm not in OFFLINE_CARD: raise SystemExit(f"unknown card arm {arm!r}; arms: {', '.join(OFFLINE_CARD)}")
-    src = runs / "rollouts_card" / "card.parquet"
-    if not src.exists(): raise SystemExit(f"{src} is missing: `rollouts-card` has not finished all its chunks")
-    t0, out = time.time(), runs / arm
-    samples = pd.read_parquet(src)
-    peft, tok = _card_model(model_path, SHARED["seed"])
-    log, total, job = fit_bc(arm, out, samples, peft, _bc_config(OFFLINE_CARD[arm][0], overrides), deadline_s)
-    ev = dict(eval_s=0, zero_weight=None)
-    if len(log) == total:
-        with Executor() as ex: ev = card_checkpoint_eval(peft, tok, f"step-{total}", out, runs, ex, eval_kw, valid)
-    return _ledger(out, job | dict(draws_per_prompt=int(samples.groupby("prompt_id").size().min()), wall_s=round(time.time() - t0, 1),
-                                   eval_s=ev["eval_s"], zero_weight=ev["zero_weight"], overrides=overrides or {}))
-
-# %% ../../nbs/39f_campaign_job.ipynb #c066
-def eval_card_fp32(runs:Path, model_path:str, arm:str="bc_card", eval_kw:dict|None=None, valid=None)->dict:
-    """Row 7 with exact weights: the card arm's fitted adapter (RUNS/ARM/adapter; its fit uses no weights) loaded into the model in
-    fp32 and evaluated as card_checkpoint_eval does, against base_card_fp32 and base_fp32, into RUNS/ARM_fp32."""
-    from proposal_nb.lm.models import model_dtype
-    from proposal_nb.lm.rollouts import load_adapter_folder
-    from proposal_nb.programs.sandbox import Executor
-    jobs = [json.loads(l) for l in (runs / arm / "ledger.jsonl").read_text().splitlines()] if (runs / arm / "ledger.jsonl").exists() else []
-    if not jobs or jobs[-1]["end_step"] < jobs[-1]["steps"] or not (runs / arm / "adapter").is_dir():
-        raise SystemExit(f"{runs / arm}: no finished fit with its adapter (train-bc {arm} first)")
-    t0, out, name = time.time(), runs / f"{arm}_fp32", f"step-{jobs[-1]['steps']}"
-    peft, tok = _card_model(model_path, SHARED["seed"], "float32")
-    load_adapter_folder(peft, runs / arm / "adapter")
-    with Executor() as ex: ev = card_checkpoint_eval(peft, tok, name, out, runs, ex, eval_kw, valid, suffix="_fp32")
-    return _ledger(out, dict(arm=f"{arm}_fp32", source=f"{arm}/adapter ({name})", dtype=model_dtype(peft), wall_s=round(time.time() - t0, 1),
-                             eval_s=ev["eval_s"], zero_weight=ev["zero_weight"]))
-
-# %% ../../nbs/39f_campaign_job.ipynb #c067
-def report_card_arms(runs:Path, out:Path, n_boot:int=2000, suffix:str="")->Path:
-    """campaign_card_eval: base_card, the card arms under the card prior, base and the control under T = 1; the pre-registered pairs.
-    `suffix` _fp32: the same from the fp32 re-evaluation (eval-card-fp32), every name suffixed, into campaign_card_fp32_eval."""
-    import pandas as pd
-    from proposal_nb.analysis.evaluation import evaluation_tables, write_evaluation
-    from proposal_nb.analysis.report_card import report_card
-    from proposal_nb.results import checkpoint_parts, write_json, write_table
-    own = lambda a: pd.read_parquet(runs / a / "heldout_draws.parquet").drop(columns=["prompt_ids", "token_ids"]).assign(arm=a, checkpoint=a)
-    draws, prior, pairs = [own(f"base_card{suffix}"), own(f"base{suffix}")], [], []
-    prior += [d.assign(logq=d.logp) for d in draws]
-    for arm in [a for a in OFFLINE_CARD if (runs / f"{a}{suffix}" / "heldout").is_dir()]:
-        for pre, name, ref in (("", f"{arm}{suffix}", f"base_card{suffix}"), ("t1-", f"{CARD_CONTROL[0]}{suffix}", f"base{suffix}")):
-            fs = sorted((runs / f"{arm}{suffix}" / "heldout").glob(f"{pre}step-*_draws.parquet"), key=lambda f: checkpoint_parts(f.name[len(pre):].split("_")[0])[1])
-            for f in fs:
-                ck = f"{name}-{f.name[len(pre):].split('_')[0]}"
-                draws.append(pd.read_parquet(f).assign(arm=name, checkpoint=ck))
-                prior.append(pd.read_parquet(f.with_name(f.name.replace("_draws", "_prior"))).assign(checkpoint=ck))
-                pairs.append((ref, ck))
-        if not suffix and (runs / arm / "log.parquet").exists():
-            d = out / f"campaign_{arm}"
-            write_table(d, "log", pd.read_parquet(runs / arm / "log.parquet"))
-            jobs = [json.loads(l) for l in (runs / arm / "ledger.jsonl").read_text().splitlines()] if (runs / arm / "ledger.jsonl").exists() else []
-            write_json(d, "config", dict(kind="train", arm=arm, what=OFFLINE_CARD[arm][1], sampler=CARD, training=json.loads((runs / arm / "config.json").read_text()),
-                                         split=SPLIT, jobs=jobs, gpu_minutes=round(sum(j["wall_s"] for j in jobs) / 60, 2),
-                                         **provenance({arm: jobs}, user_command=CARD_COMMAND)))
-    cat = lambda ts: pd.concat(ts, ignore_index=True).assign(split="heldout")
-    draws, prior = cat(draws), cat(prior)
-    names = list(dict.fromkeys(draws.checkpoint))
-    n = int(draws.groupby(["checkpoint", "prompt_id"]).size().min())                                  # R x M draws per prompt
-    ev = evaluation_tables(draws, checkpoints=names, ks=[k for k in PASS_KS if k <= n], n_boot=n_boot)   # pass@k up to R x M, as `report`
-    e = out / f"campaign_card{suffix}_eval"
-    write_evaluation(e, ev); write_table(e, "draws", draws); write_table(e, "prior", prior)
-    card = report_card(draws, prior, split="heldout", n_boot=n_boot, checkpoints=names)
-    write_table(e, "report_card", ev.summary[["checkpoint", "arm", "step"]].drop_duplicates().merge(card.table, on="checkpoint"))
-    key = ev.paired.set_index(["a", "b"]).loc[pairs].reset_index() if pairs else ev.paired.iloc[:0]
-    zero = draws.groupby("checkpoint").apply(lambda g: float((g.logp == -float("inf")).mean()), include_groups=False).rename("zero_weight_share")
-    key = key[key.metric.isin(["wacc", "pass1", "validity", "wacc_reject"])].merge(zero, left_on="b", right_index=True, how="left")
-    flat = {f"{r.metric} {r.b} - {r.a}{sfx}": float(v) for r in key.itertuples() for sfx, v in (("", r.diff), (" lo", r.lo), (" hi", r.hi))}
-    write_json(e, "summary", flat | {f"zero_weight_share {k}": float(v) for k, v in zero.items()})   # the pre-registered pairs, flat
-    ledgers = {a.name: [json.loads(l) for l in (a / "ledger.jsonl").read_text().splitlines()]
-               for a in sorted(runs.iterdir()) if (a / "ledger.jsonl").exists()}
-    side = {a: js for a, js in ledgers.items() if a in {f"{x}{suffix}" for x in ("base", "base_card", *OFFLINE_CARD)} | ({"rollouts_card"} if not suffix else set())}
-    write_json(e, "config", dict(kind="evaluate", model="embedded:SmolLM2-135M-Instruct", split=SPLIT, eval=EVAL, card=card_plan(),
-                                 pairs=[list(p) for p in pairs], gpu_minutes={a: round(sum(j["wall_s"] for j in js) / 60, 2) for a, js in ledgers.items()},
-                                 **({"dtype": "float32"} if suffix else {}),
-                                 **provenance(side, user_command=CARD_FP32_COMMAND if suffix else CARD_COMMAND, dtype="fp32" if suffix else "bf16")))
-    print(key[key.metric == "wacc"].round(3).to_string(index=False))
-    return e
-
-# %% ../../nbs/39f_campaign_job.ipynb #c068
-def card_waste(model_path:str, n_prompts:int=6, draws:int=4, batch_size:int=24)->dict:
-    "How often a T = 1 draw of the base model leaves the card sampler's kept set (weight 0 under the card prior): a pre-run fact."
-    import torch
-    from proposal_nb.lm.densities import completion_token_logprobs
-    from proposal_nb.lm.models import load_model
-    from proposal_nb.lm.rollouts import keyed_generations
-    t0, (lm, tok) = time.time(), load_model(model_path)
-    d = keyed_generations(lm, tok, _card_tasks("heldout", n_prompts), draws, EVAL["seed"], "eval", "hf", SHARED["max_new_tokens"], batch_size, adapter=False)
-    flat = [g for x in d for g in x]
-    with torch.no_grad():
-        tl, tm = completion_token_logprobs(lm, [g.prompt_ids for g in flat], [g.token_ids for g in flat], config=card_config())
-    out = torch.isinf(tl) & tm
-    res = dict(draws=len(flat), prompts=n_prompts, mean_length=round(sum(len(g.token_ids) for g in flat) / len(flat), 1),
-               zero_weight_share=round(float(out.any(-1).float().mean()), 4), outside_per_token=round(float(out.sum() / tm.sum()), 4),
-               seconds=round(time.time() - t0, 1), device=_gpu())
-    print(json.dumps(res), flush=True)
-    return res
-
-# %% ../../nbs/39f_campaign_job.ipynb #c069
-def plan_card(out:Path)->dict:
-    "Write campaign_card.json: the card arms' design, fixed before they run."
-    out.mkdir(parents=True, exist_ok=True)
-    doc = dict(written=datetime.now(timezone.utc).isoformat(timespec="seconds"), commit=_commit(), **card_plan())
-    (out / "campaign_card.json").write_text(json.dumps(doc, indent=1)); print(json.dumps(doc, indent=1))
-    return doc
-
 # %% ../../nbs/39f_campaign_job.ipynb #c071
 def strict_design()->dict:
     "The strict pair's design: arms, training potential, evaluation, reference and the folders the report writes."
@@ -934,7 +668,13 @@ def plan_fp32(out:Path, check:Path)->dict:
     return doc
 
 # %% ../../nbs/39f_campaign_job.ipynb #c077
+def _card_job():
+    "The card arms' module (it imports this one, so it is imported when a card subcommand runs)."
+    from proposal_nb.pipeline import card_job
+    return card_job
+
 def _report_card(a, over):
+    from proposal_nb.pipeline.card_job import report_card_arms
     runs, res = Path(a.args[0]), Path(a.args[1])
     if (runs / "bc_card_fp32" / "heldout").is_dir(): report_card_arms(runs, res, suffix="_fp32")
     return report_card_arms(runs, res)
@@ -946,6 +686,7 @@ def _train_arm(a, over):
                  stop_at=a.stop_at)
 
 def _train_bc_arm(a, over):
+    from proposal_nb.pipeline.card_job import OFFLINE_CARD, train_bc_card
     arm, runs = a.args[0], Path(a.args[1])
     if arm in OFFLINE_CARD: return train_bc_card(arm, runs, _model_path(a), over, deadline_s=a.deadline_s)
     return train_bc(arm, runs, _model_path(a), over, deadline_s=a.deadline_s)
@@ -965,20 +706,20 @@ _first = lambda a: Path(a.args[0])
 COMMANDS = {   # subcommand -> what it does with the parsed arguments and the --set overrides
     "plan": lambda a, over: plan(_first(a)),
     "calibration-plan": lambda a, over: calibration_plan(_first(a)),
-    "plan-card": lambda a, over: plan_card(_first(a)),
+    "plan-card": lambda a, over: _card_job().plan_card(_first(a)),
     "plan-strict": lambda a, over: plan_strict(_first(a)),
     "plan-fp32": lambda a, over: plan_fp32(_first(a), Path(a.args[1])),
     "base": lambda a, over: base_eval(_first(a), _model_path(a)),
     "base-fp32": lambda a, over: base_eval(_first(a), _model_path(a), "base_fp32"),
     "base-strict": lambda a, over: base_strict(_first(a), _model_path(a)),
-    "base-card": lambda a, over: base_prior_eval(_first(a), _model_path(a)),
-    "base-card-fp32": lambda a, over: base_prior_eval(_first(a), _model_path(a), "base_card_fp32"),
+    "base-card": lambda a, over: _card_job().base_prior_eval(_first(a), _model_path(a)),
+    "base-card-fp32": lambda a, over: _card_job().base_prior_eval(_first(a), _model_path(a), "base_card_fp32"),
     "train": _train_arm,
     "rollouts": lambda a, over: rollouts(_first(a), _model_path(a)),
-    "rollouts-card": lambda a, over: rollouts_card(_first(a), _model_path(a), a.deadline_s, close=a.close),
+    "rollouts-card": lambda a, over: _card_job().rollouts_card(_first(a), _model_path(a), a.deadline_s, close=a.close),
     "train-bc": _train_bc_arm,
-    "eval-card-fp32": lambda a, over: eval_card_fp32(_first(a), _model_path(a)),
-    "card-waste": lambda a, over: card_waste(_model_path(a)),
+    "eval-card-fp32": lambda a, over: _card_job().eval_card_fp32(_first(a), _model_path(a)),
+    "card-waste": lambda a, over: _card_job().card_waste(_model_path(a)),
     "pack": lambda a, over: pack(_first(a), Path(a.args[1])),
     "pack-runs": lambda a, over: pack_runs(_first(a), Path(a.args[1])),
     "unpack": lambda a, over: unpack(_first(a), Path(a.args[1])),
