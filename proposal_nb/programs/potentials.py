@@ -206,6 +206,7 @@ class PrefixPotential(Protocol):
     def prefix(self, task:Task, partial_text:str)->float: ...
     def complete(self, task:Task, completion:str)->float: ...
 
+# %% ../../nbs/22_potentials.ipynb #pf01a
 def prefix_compiles(code:str, # program text; only its lines up to the last newline are judged
                    )->bool:
     "Whether `code` up to its last complete line compiles, or is an incomplete program more lines can finish (the table above)."
@@ -230,6 +231,7 @@ def compiles(code:str)->bool:
         return True
     except (SyntaxError, ValueError, OverflowError, MemoryError, RecursionError): return False
 
+# %% ../../nbs/22_potentials.ipynb #pf01b
 _PY_LANGS = ('', 'python', 'py', 'python3')
 
 def program_so_far(partial_text:str, # the completion as written so far
@@ -249,6 +251,7 @@ def program_so_far(partial_text:str, # the completion as written so far
     done = [code for lang, code, open_ in blocks if not open_ and lang in _PY_LANGS and code.strip()]
     return (done[-1], False) if done else None
 
+# %% ../../nbs/22_potentials.ipynb #pf01c
 class CompilesSoFar:
     "The code being written compiles up to its last complete line (`prefix_compiles`); a closed block must compile whole."
     name = 'compiles_so_far'
@@ -267,6 +270,7 @@ class CompilesSoFar:
 
 PREFIX_POTENTIALS = {'compiles_so_far': CompilesSoFar}     # name -> class (built with no arguments)
 
+# %% ../../nbs/22_potentials.ipynb #pf01d
 class _PluginPrefix:
     "A prefix checker of one's own (`module:function` of (task, partial_text)); its complete value is its prefix value of the whole text."
     def __init__(self, spec, fn, executor=None): self.name, self.fn, self.executor = spec, fn, executor

@@ -111,12 +111,14 @@ def _plain(v):
     if isinstance(v, list): return [_plain(x) for x in v]
     return v.item() if isinstance(v, np.generic) else v
 
+# %% ../../nbs/20_tasks.ipynb #c010a1
 def hub_cache_dir()->Path:
     "The local HF hub cache: $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub."
     import os
     hub = os.environ.get('HF_HUB_CACHE') or os.environ.get('HUGGINGFACE_HUB_CACHE')
     return Path(hub) if hub else Path(os.environ.get('HF_HOME') or Path.home() / '.cache' / 'huggingface') / 'hub'
 
+# %% ../../nbs/20_tasks.ipynb #c010a2
 def _is_data(p:Path)->bool: return p.is_file() and p.name.endswith(_DATA_SUFFIXES)
 
 def _split_of(p:Path)->str: return re.split(r'[-.]', p.name, maxsplit=1)[0]
@@ -161,6 +163,7 @@ def _folder_configs(root:Path)->dict:
     if top: return {'default': (top, True)}
     return {p.name: (_infer_splits(p), False) for p in sorted(root.iterdir()) if p.is_dir() and not p.name.startswith('.') and _infer_splits(p)}
 
+# %% ../../nbs/20_tasks.ipynb #c010a3
 def _pick(kind:str, want:str, have:list, what:str, fallback:str|None=None)->str:
     "`want` if it is in `have`; '' picks `fallback` or the only one; an error names what was asked for and what is there."
     if want:
@@ -179,6 +182,7 @@ def _folder_rows(root:Path, config:str, split:str, what:str)->tuple[list[dict], 
     s = _pick('split', split, list(splits), f'{what}, config {c!r}', 'test')
     return [r for p in splits[s] for r in _read_file(p)], f'{what} [config {c}, split {s}]'
 
+# %% ../../nbs/20_tasks.ipynb #c010a4
 def _snapshot(repo_dir:Path, revision:str, what:str)->tuple[Path, str]:
     "The snapshot folder of `revision` (a ref, a commit or its first 7+ hex digits) in a hub-cache repository, and its commit."
     refs = {str(p.relative_to(repo_dir / 'refs')): p.read_text().strip() for p in sorted((repo_dir / 'refs').rglob('*')) if p.is_file()}
@@ -194,6 +198,7 @@ def _snapshot(repo_dir:Path, revision:str, what:str)->tuple[Path, str]:
         raise TaskFormatError(f"{what}: revision {rev!r} is not in the local HF cache ({repo_dir}); revisions there: {', '.join(there) or 'none'}")
     return repo_dir / 'snapshots' / commit, commit
 
+# %% ../../nbs/20_tasks.ipynb #c010a5
 def read_rows(path_or_id:str|Path, # a local .jsonl/.json/.parquet (optionally .gz) file, a dataset folder, or an HF dataset id
               split:str='', # the HF split (empty: test, else the only one)
               config:str='', # the HF config (empty: the only / default one)
