@@ -39,8 +39,8 @@ REBINDING = [
     ('builtins_range_skips_tests', 'import builtins\nbuiltins.range = lambda *a: []', ('assert False',), 'assertion'),
     ('builtins_exec_compile', 'import builtins\nbuiltins.exec = builtins.compile = lambda *a, **k: None', ('1 / 0',), 'exception:ZeroDivisionError'),
     # the harness's own functions, reached through its modules (importable from a program in the warm server; the
-    # harness lives in proposal_nb.programs.runner since the sandbox was split in two)
-    ('patch_harness_module', 'import sys\nfor n in ("proposal_nb.programs.runner", "proposal_nb.programs.sandbox"):\n'
+    # harness lives in proposal_nb.programs.runner since the sandbox was split in two, its walls in .confine)
+    ('patch_harness_module', 'import sys\nfor n in ("proposal_nb.programs.runner", "proposal_nb.programs.confine", "proposal_nb.programs.sandbox"):\n'
                              '    for f in vars(sys.modules[n]).values():\n'
                              '        if callable(f) and hasattr(f, "__code__"): f.__code__ = (lambda *a, **k: "ok").__code__',
      ('assert False',), 'assertion'),

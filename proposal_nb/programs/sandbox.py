@@ -6,8 +6,8 @@ import hashlib, json, math, os, platform, select, shutil, subprocess, sys, tempf
 from pathlib import Path
 from typing import NamedTuple, Sequence
 from .judge import IOCase
-from .runner import (Supervisor, make_cgroups, remove_cgroups, enter_namespaces, landlock_abi,
-                                          seccomp_program, uid_base, UID_STRIDE)
+from .confine import make_cgroups, remove_cgroups, enter_namespaces, landlock_abi, seccomp_program
+from .runner import Supervisor, uid_base, UID_STRIDE
 
 # %% auto #0
 __all__ = ['WEAK_ENV', 'Verdict', 'InfrastructureError', 'confinement_problem', 'Executor', 'request']
