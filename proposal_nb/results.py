@@ -143,6 +143,7 @@ def read_json(folder:Path|str, # a run folder
     try: return json.loads(p.read_text())
     except json.JSONDecodeError as e: raise ValueError(f"{p}: not valid JSON ({e})") from e
 
+# %% ../nbs/05_results.ipynb #c013b
 class Run(NamedTuple):
     "One run folder."
     name: str        # folder name
@@ -150,6 +151,7 @@ class Run(NamedTuple):
     config: dict     # its config.json
     origin: str = "" # the collection it came from ('yours', 'published'; '' when not said)
 
+# %% ../nbs/05_results.ipynb #c013c
 def mark_failed(folder:Path|str, # the folder of the failed attempt
                 error:str, # what failed, in one line
                 notebook:str|None=None, # the executed notebook that shows it
@@ -162,6 +164,7 @@ def failed_attempt(folder:Path|str, # a run folder
     "The failure recorded in a folder (failed.json), or None when it holds none."
     return read_json(folder, "failed")
 
+# %% ../nbs/05_results.ipynb #c013d
 def find_runs(results:Path|str, # a folder of run folders
               origin:str="", # recorded in every Run (which collection the folder belongs to)
               failed:bool=False, # also list failed attempts (folders with failed.json)

@@ -374,9 +374,11 @@ def _ledger(folder:Path)->dict:
     lines = [json.loads(l) for l in f.read_text().splitlines() if l.strip()] if f.exists() else []
     return dict(commits=list(dict.fromkeys(l["commit"] for l in lines if l.get("commit"))), date=lines[-1].get("date") if lines else None)
 
+# %% ../../nbs/36c_confirm_readings.ipynb #r038b
 def _ci(x, lo, hi, d=3)->str:
     return "—" if not np.isfinite([x, lo, hi]).all() else f"{x:+.{d}f} [{lo:+.{d}f}, {hi:+.{d}f}]"
 
+# %% ../../nbs/36c_confirm_readings.ipynb #r038c
 def summarize(t:pd.DataFrame, extra:dict)->dict:
     "summary.json: per row its status, verdict, missing runs and primary readings."
     rows = {}
@@ -391,6 +393,7 @@ def summarize(t:pd.DataFrame, extra:dict)->dict:
                                         power_note=r.power_note or None) for _, r in p.iterrows()])
     return dict(skyline=round(extra["skyline"], 5), headroom=None if extra["headroom"] is None else round(extra["headroom"], 5), rows=rows)
 
+# %% ../../nbs/36c_confirm_readings.ipynb #r038d
 def readme(t:pd.DataFrame, s:dict, runs:list, seeds:int)->str:
     "README.md: the rows first, then the columns."
     def status(r): return r.verdict + (f" ({r.verdict_note})" if r.verdict_note else "") if r.verdict else r.status
@@ -442,6 +445,7 @@ no_valid, distinct), `summary.json`, `config.json` (the design's and the amendme
 ledger commits, machine, date, commit, command).
 """
 
+# %% ../../nbs/36c_confirm_readings.ipynb #r038e
 def write_confirm_readings(runs_folder:Path|str, # the folder of run folders (published/confirm_runs)
                            out_folder:Path|str, # where the readings go (published/confirm_readings)
                            design_path:Path|str, # design.yaml

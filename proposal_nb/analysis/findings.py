@@ -81,6 +81,7 @@ def eval_tables(root:Path|str, src:Sources, names:Sequence[str]|None=None)->Eval
     if any(v is None for v in t.values()): raise ValueError(f"{f}: an evaluation needs summary, paired and per_prompt tables")
     return EvalTables(f.name, t["summary"], t["paired"], t["per_prompt"], int(t["per_prompt"].prompt_id.nunique()))
 
+# %% ../../nbs/36_findings.ipynb #c019b
 def last_checkpoint(summary:pd.DataFrame, # an evaluation's summary table
                     arm:str, # the arm
                    )->str|None: # its checkpoint with the largest step
@@ -98,6 +99,7 @@ def paired_interval(paired:pd.DataFrame, # an evaluation's paired table (diff = 
     if len(r): return Interval(-float(r["diff"].iloc[0]), -float(r.hi.iloc[0]), -float(r.lo.iloc[0]), n)
     return None
 
+# %% ../../nbs/36_findings.ipynb #c019c
 def runs_of(per_prompt:pd.DataFrame, # an evaluation's per_prompt table
             ck:str, # a checkpoint
            )->list[str]: # the checkpoints of every training run of ck's arm at ck's step (just [ck] with one run)
@@ -114,6 +116,7 @@ def run_values(per_prompt:pd.DataFrame, cks:Sequence[str], metric:str)->pd.DataF
     w = per_prompt[per_prompt.checkpoint.isin(cks)].pivot_table(index="prompt_id", columns="checkpoint", values=metric, aggfunc="first")
     return w.reindex(columns=list(dict.fromkeys(cks))).dropna()
 
+# %% ../../nbs/36_findings.ipynb #c019d
 def _interval(A:np.ndarray, B:np.ndarray, method:str, runs:int, n_boot:int, seed:int, **kw)->Interval:
     "b − a of per-prompt values [runs, prompts]: the chosen interval over prompts, or over training runs and prompts with several runs."
     if len(A) == len(B) == 1:
@@ -142,6 +145,7 @@ def level_interval(ev:EvalTables, ck:str, metric:str, n_boot:int=2000, seed:int=
     Y = w[rs].to_numpy(float).T
     return _interval(np.zeros((1, Y.shape[1])), Y, method_for(metric, "level"), len(rs), n_boot, seed, support=(0.0, 1.0), exact=False)
 
+# %% ../../nbs/36_findings.ipynb #c019e
 def ratio_change(per_prompt:pd.DataFrame, # prompt_id, checkpoint and the two metric columns
                  a:str, b:str, # checkpoints: the change is b − a
                  num:str="pass1", den:str="validity", # the ratio of macro means num / den
@@ -448,6 +452,7 @@ FINDINGS = [
 # %% ../../nbs/36_findings.ipynb #c028
 COLUMNS = ["#", "finding", "project", "published", "verdict", "decides", "source"]   # the findings table's columns
 
+# %% ../../nbs/36_findings.ipynb #c028b
 def weight_caveat(root, src:Sources)->str:
     "A note for the rows that weigh by p/q when the weight check (E_q[p/q] = 1 on the runs' draws) failed; '' when it passed or never ran."
     f = run_folder(root, src.weights)
@@ -458,6 +463,7 @@ def weight_caveat(root, src:Sources)->str:
     return (f"read with care: the weights fail E_q[p/q] = 1 in {n['training_windows_above_1']} of {n['training_windows']} training windows "
             f"({f.name})" + ("; bf16 is the cause (fp32 reads 1): this number needs an fp32 re-run" if cause else ""))
 
+# %% ../../nbs/36_findings.ipynb #c028c
 EMBEDDED_TASKS, CAMPAIGN_TASKS = 124, 84   # the embedded task set, and its easy and medium tasks (the campaign's 59 training + 25 held out)
 
 def _decides(c:Call, # the row's verdict
@@ -477,6 +483,7 @@ def _decides(c:Call, # the row's verdict
     elif runs: parts.append(f"intervals over {runs} training runs per arm and the prompts")
     return "; ".join(x for x in parts if x)
 
+# %% ../../nbs/36_findings.ipynb #c028d
 def read_finding(root:Path|str, sources:Sources, i:int, # finding number 1..9
                  n_boot:int=2000, seed:int=0, task_pool=None)->tuple[Row|Missing, bool]: # (its reading, whether it read sources.exact)
     "Finding i's reader on the sources; a row that weighs by p/q reads `sources.exact` first."
@@ -485,6 +492,7 @@ def read_finding(root:Path|str, sources:Sources, i:int, # finding number 1..9
     if isinstance(x, Row): return x, True
     return f.reader(root, sources, n_boot=n_boot, seed=seed, task_pool=task_pool), False
 
+# %% ../../nbs/36_findings.ipynb #c028e
 def power_sizes(root:Path|str|None=None, sources:Sources=PUBLISHED,
                 which:Sequence[int]=(1, 2, 5, 7, 8), # the rows whose sizes count held-out prompts
                 n_boot:int=2000, seed:int=0)->list[int]:
@@ -493,6 +501,7 @@ def power_sizes(root:Path|str|None=None, sources:Sources=PUBLISHED,
     rows = [read_finding(root, sources, i, n_boot, seed)[0] for i in which]
     return sorted({r.call.need for r in rows if isinstance(r, Row) and r.unit == "held-out prompts" and r.call.need})
 
+# %% ../../nbs/36_findings.ipynb #c028f
 def findings_table(root:Path|str|None=None, # folder of run folders (default: results.published_root())
                    sources:Sources=PUBLISHED, # the run folders each finding reads (rows that weigh by p/q read `sources.exact` first)
                    which:Sequence[int]|None=None, # finding numbers 1..9 (default: all)

@@ -336,6 +336,7 @@ def populations(root:Path|str, # the folder of published run folders
                 out.append(Population(cls, ev, a, b, stat, V))
     return out
 
+# %% ../../nbs/36b_intervals.ipynb #i040b
 def degenerate(p:Population)->bool:
     "A difference that is 0 on every prompt: every sample agrees too, so every method covers it trivially."
     return p.stat == "diff" and bool((np.abs(p.values[:, 1] - p.values[:, 0]) <= TOL).all())
@@ -362,6 +363,7 @@ def coverage_table(rows:pd.DataFrame, # from `coverage_rows`
     se = g.coverage.apply(lambda c: math.sqrt((c * (1 - c)).sum() / reps) / len(c)).to_numpy()
     return t.assign(mc_se=se, within=np.abs(t.coverage - level) <= K_SE * se)
 
+# %% ../../nbs/36b_intervals.ipynb #i040c
 def choose(table:pd.DataFrame, # coverage_table rows at one size
            methods:Sequence[str]=METHODS, level:float=LEVEL, k:float=K_SE)->tuple[dict, str]:
     "The rule: per class the simplest method within k MC-SEs of `level`, else the closest; overall the simplest within in every class, else the least worst."
@@ -379,6 +381,7 @@ def choose(table:pd.DataFrame, # coverage_table rows at one size
 REPS_OTHER = 250    # samples per population at the sizes beyond the held-out 25 (shown, not used by the choice)
 POOL = 124          # the embedded task set (the largest held-out set the project could have)
 
+# %% ../../nbs/36b_intervals.ipynb #i044b
 def readme_coverage(s:dict, # summary.json
                     table:pd.DataFrame, # coverage_table
                    )->str:
@@ -434,6 +437,7 @@ Files: `coverage.csv` (class, n, method: coverage, MC-SE, worst population, mean
 `populations.csv` (one row per population, size and method), `summary.json` (the choice), `coverage.svg`.
 """
 
+# %% ../../nbs/36b_intervals.ipynb #i044c
 def chart_coverage(table:pd.DataFrame, # coverage_table rows at one size
                    level:float=LEVEL)->object:
     "Coverage of each method per class with ±K_SE MC-SE bars, against the nominal level."
@@ -448,6 +452,7 @@ def chart_coverage(table:pd.DataFrame, # coverage_table rows at one size
     return pts.properties(width=300, height=90).facet(row=alt.Row("cls:N", sort=list(CLASSES), title=None)).properties(
         title=f"Coverage of the 95% intervals at {int(table.n.iloc[0])} prompts, per metric class")
 
+# %% ../../nbs/36b_intervals.ipynb #i044d
 def write_interval_coverage(out:Path|str, # the folder (campaign_interval_coverage)
                             root:Path|str, # the folder of published run folders
                             sizes:Sequence[int]=(), # sizes beyond the held-out one (the findings' power column)

@@ -229,6 +229,7 @@ def _prefill(self:FastSampler, prompt:torch.Tensor, rows:slice, start:int):
         x = x + F.linear(F.silu(F.linear(h, w["gate"], w["gate_b"])) * F.linear(h, w["up"], w["up_b"]), w["down"], w["down_b"])
     return self.head(self.norm(x[:, -1:]))[:, -1].float()
 
+# %% ../../nbs/25a_engines.ipynb #c015b
 def _choose(self:FastSampler, logits:torch.Tensor):
     "Keyed Gumbel-max over the config's log-probs (or the set temperature); stopped rows emit padding. Writes token, log-prob, stop state at t."
     if self.config.is_plain: lp = (logits.float() / self.temperature).log_softmax(-1)
@@ -246,6 +247,7 @@ def _choose(self:FastSampler, logits:torch.Tensor):
     self.tok.copy_(tok)
     if self.seen is not None: self.seen.scatter_(1, tok[:, None], True)
 
+# %% ../../nbs/25a_engines.ipynb #c015c
 def _step(self:FastSampler):
     "Decode one token for all rows (graph-capturable: no host sync)."
     x = self.embed(self.tok[:, None])
@@ -279,6 +281,7 @@ class Draws(NamedTuple):
     logprobs: torch.Tensor  # [R, n] the sampler's own per-token log-probs (0 after the stop)
     lengths: torch.Tensor   # [R] tokens up to and including the stop (n where none)
 
+# %% ../../nbs/25a_engines.ipynb #c016b
 @torch.no_grad()
 def _draw(self:FastSampler, prompts:Sequence[Sequence[int]], # token ids of each prompt
          n:int|Sequence[int], # draws per prompt, or one count per prompt (rows = their sum ≤ batch)
@@ -382,6 +385,7 @@ def _generations(tok, prompts, counts, d:Draws, eos, piece, fence)->list[list[Ge
         out.append(row); first += c
     return out
 
+# %% ../../nbs/25a_engines.ipynb #c028b
 class FastEngine:
     "The fast sampler as an engine: batched, keyed draws from the merged adapter; eos and fence stops per row; its own density of given completions."
     name = "fast"

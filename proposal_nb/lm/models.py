@@ -216,6 +216,7 @@ def same_base(a:str|None, # a model's id or folder ("" or EMBEDDED_ID: the embed
     ka, kb = _base_key(a), _base_key(b)
     return ka == kb or Path(ka).name == Path(kb).name
 
+# %% ../../nbs/23_models.ipynb #c030c2
 def adapter_config(path:str|Path, # a saved adapter: a folder holding adapter_config.json (or an HF id in the local cache)
                   ):
     "The adapter's peft config; FileNotFoundError / ValueError naming the folder when there is none."
@@ -248,6 +249,7 @@ def load_adapter(model, # the base model (it is modified in place by peft), or a
         raise ValueError(f"adapter {path} (rank {getattr(cfg, 'r', '?')} on {sorted(getattr(cfg, 'target_modules', None) or [])}) does not fit "
                          f"this model: {str(e).splitlines()[0]}") from e
 
+# %% ../../nbs/23_models.ipynb #c030c3
 def save_adapter(model, # a PeftModel
                  path:str|Path, # folder to write adapter_config.json and the weights into
                  base:str|None=None, # the base model's id or folder; None: what the adapter's config names, else the name the model was loaded by

@@ -313,6 +313,7 @@ def _kv_class():
     _CLASSES["kv"] = KVLM
     return KVLM
 
+# %% ../../nbs/25b_smc.ipynb #c022b
 def kv_lm(model, # an HF causal LM (the adapter's PeftModel for the proposal; a plain model for the prior)
           tokenizer, # its tokenizer
           entries:int=256, # sequences whose KV cache is kept (least recently used dropped): a few times the particles
@@ -334,6 +335,7 @@ def _log01(v, what:str)->float:
     if math.isnan(v) or not 0.0 <= v <= 1.0: raise ValueError(f"{what} returned {v!r}: a potential's value must lie in [0, 1]")
     return math.log(v) if v > 0 else -math.inf
 
+# %% ../../nbs/25b_smc.ipynb #c026b
 def _potential_class():
     "ProgramPotential, built on first use (it subclasses genlm's Potential)."
     if "pot" in _CLASSES: return _CLASSES["pot"]
@@ -397,6 +399,7 @@ class SMCModels(NamedTuple):
     eos_ids: list                # the stop tokens (genlm's EOS is their sum)
     allow_equal: bool = False    # a proposal equal to the prior was asked for
 
+# %% ../../nbs/25b_smc.ipynb #c028b
 def _probe_ids(tokenizer)->list[int]:
     return tokenizer(chat_prompt(tokenizer, "Write a Python function `def add(a, b)` that returns a + b."), add_special_tokens=False).input_ids
 
@@ -417,6 +420,7 @@ def check_pair(prior, # a genlm PromptedLLM meant as the target p
     b = _run(proposal.model.next_token_logprobs(ids, lora_name=proposal.lora_name))
     check_distinct(a, b, "the prompt" if prior.prompt_ids else "a probe prompt")
 
+# %% ../../nbs/25b_smc.ipynb #c028c
 def smc_models(prior_model, # the base model: a plain causal LM, no adapter
                tokenizer, # its tokenizer
                proposal_model=None, # the proposal: a PeftModel on its own copy of the base (None: the prior proposes)
@@ -443,6 +447,7 @@ def smc_models(prior_model, # the base model: a plain causal LM, no adapter
         if x is not None: x.model.clear_cache()
     return SMCModels(prior, proposal, tokenizer, prior_model, proposal_model, eos, allow_equal)
 
+# %% ../../nbs/25b_smc.ipynb #c028d
 def load_smc(base:str|Path|None=None, # the base model: HF id or folder (None: the embedded SmolLM2)
              adapter:str|Path|None=None, # a saved adapter folder (peft format, e.g. RUN/checkpoints/step-N/adapter); None: the prior proposes
              device:str="cpu", # where both models run
@@ -476,6 +481,7 @@ def _run(coro):
     if "e" in box: raise box["e"]
     return box["v"]
 
+# %% ../../nbs/25b_smc.ipynb #c030b
 class SMCResult(NamedTuple):
     "One SMC run on one prompt."
     particles: pd.DataFrame  # one row per particle: token_ids, text, stop_reason, length, log_weight, r
@@ -484,6 +490,7 @@ class SMCResult(NamedTuple):
     calls: int               # checker batches run
     forwards: int            # model forward passes (prior and proposal)
 
+# %% ../../nbs/25b_smc.ipynb #c030c
 def run_smc(models:SMCModels, # from load_smc / smc_models
             task:Task, # the prompt
             checker, # end-of-program potential: r(tasks, completions) -> [0, 1]

@@ -71,6 +71,7 @@ _TB = {}                    # folder -> [SummaryWriter, the last step this proce
 def _close_tensorboard():
     for w, _ in _TB.values(): w.close()
 
+# %% ../../nbs/27c_tracking.ipynb #k013b
 def truncate_events(log_dir, # a folder of event files
                     upto:int, # keep the events of steps <= upto
                    )->int: # the events dropped
@@ -89,6 +90,7 @@ def truncate_events(log_dir, # a folder of event files
         os.replace(tmp, f); dropped += len(raw) - len(keep)
     return dropped
 
+# %% ../../nbs/27c_tracking.ipynb #k013c
 class TensorBoardWriter:
     "Scalars (float64), texts and tables (Markdown) into an event file of `log_dir` (torch.utils.tensorboard)."
     def __init__(self, log_dir, # the run folder's tensorboard/
@@ -112,6 +114,7 @@ class TensorBoardWriter:
     def flush(self): self.w.flush()
     close = flush           # the writer stays open for the next train() of this folder in this process
 
+# %% ../../nbs/27c_tracking.ipynb #k013d
 @contextmanager
 def _local_trackio():
     "Keep trackio local while a run is opened: no Space or server from the environment, no account lookup on the Hub."

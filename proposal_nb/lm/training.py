@@ -189,6 +189,7 @@ def _save(self:OnlineRun)->Path:
     self.write_tables()
     return d
 
+# %% ../../nbs/27_training.ipynb #c022b
 def _config_diff(a:dict, b:dict)->list[str]:
     "Keys (part.key) where two nested configs differ, the extendable ones aside; a key that `b` predates counts as its LEGACY value (or, LEGACY_SKIP, is skipped)."
     def old(p, k):
@@ -207,6 +208,7 @@ def _refuse_other_density(ck:Path, saved:dict, mine:dict):
         raise ValueError(f"{ck} was trained with {was}; this run has {now}: the weights of one run must keep one density. Resume with the same "
                          f"model dtype, loop.scoring and loop.weights, or start a new run folder")
 
+# %% ../../nbs/27_training.ipynb #c022c
 def _load_latest(self:OnlineRun)->bool:
     "Restore the newest complete checkpoint; False when there is none."
     ck = [d for d in self.checkpoint_dirs() if (d / "trainer.pt").exists()]
@@ -255,6 +257,7 @@ def _forced_pairs(self:OnlineRun, ids:list[int])->list|None:
     if keys is None: return None
     return [self.refs[k] for k in keys.tolist() if k >= 0] or None
 
+# %% ../../nbs/27_training.ipynb #c023b
 def _rows(self:OnlineRun, ids:list[int], gens:list)->tuple:
     "This process's rows to score: the draws (prompt-major), then the retained references; and the reference keys."
     P = [g.prompt_ids for d in gens for g in d]; C = [g.token_ids for d in gens for g in d]
@@ -277,6 +280,7 @@ def _ref_values(self:OnlineRun, scorer:torch.Tensor)->torch.Tensor:
                       "Use engine 'fast' for exact reference weights", stacklevel=2)
     return scorer.double()
 
+# %% ../../nbs/27_training.ipynb #c023c
 def _score(self:OnlineRun, gens:list, P:list, C:list, ref_keys):
     "Per-sequence log q (the weights' density: the sampler's value, the scorer's graph) and reproducible log p of the rows; the exact-weight check."
     L = self.cfg.loop
@@ -384,6 +388,7 @@ def _train_step(self:OnlineRun)->dict:
     self.log.append(row)
     return row
 
+# %% ../../nbs/27_training.ipynb #c024b
 def _keep_references(self:OnlineRun, parts:list):
     "Keep the token ids of every draw the estimator now retains; drop the ones it let go."
     keys = self.est.references(self.state, torch.arange(len(self.tasks)))
@@ -443,6 +448,7 @@ def _atomic_parquet(df:pd.DataFrame, f:Path):
     tmp = f.with_name(f.name.removesuffix(".parquet") + ".tmp.parquet")
     df.to_parquet(tmp); os.replace(tmp, f)
 
+# %% ../../nbs/27_training.ipynb #tb02b
 def _parts(run_dir, name:str)->list[Path]:
     "The appended parts of table `name`, in step order (a write cut short, `*.tmp.parquet`, is none)."
     return sorted(p for p in (Path(run_dir) / PARTS).glob(f"{name}-*.parquet") if not p.name.endswith(".tmp.parquet"))
@@ -467,6 +473,7 @@ def run_table(run_dir, # a training run folder
     fr = _table_frames(run_dir, name, upto)
     return pd.concat(fr, ignore_index=True) if fr else pd.DataFrame()
 
+# %% ../../nbs/27_training.ipynb #tb02c
 def _append_tables(self:OnlineRun):
     "Write the rows added since the last call as one part per table: a step costs O(its rows)."
     for name in TABLES:
@@ -484,6 +491,7 @@ def _write_tables(self:OnlineRun):
     for p in (self.dir / PARTS).glob("*.parquet"): p.unlink()
     self.compacted = n
 
+# %% ../../nbs/27_training.ipynb #tb02d
 def _restore_tables(self:OnlineRun, ck:Path, s:dict):
     "The draws up to checkpoint `ck` (its trainer state `s`) from the folder; the main process rewrites the folder's tables to exactly the checkpoint's rows."
     if "draws" in s: self.draws = s["draws"]                            # a checkpoint from before the appended tables holds its draws

@@ -673,6 +673,7 @@ def _card_job():
     from proposal_nb.pipeline import card_job
     return card_job
 
+# %% ../../nbs/39f_campaign_job.ipynb #c077b
 def _report_card(a, over):
     from proposal_nb.pipeline.card_job import report_card_arms
     runs, res = Path(a.args[0]), Path(a.args[1])
@@ -702,6 +703,7 @@ def _train_small(a, over):
     cfg = replace(cfg, loop=replace(cfg.loop, steps=a.steps, checkpoint_every=a.steps + 1))
     return train(arm, Path(run_dir), a.model, math.inf, config=cfg, stop_at=a.stop_at, overrides=over)
 
+# %% ../../nbs/39f_campaign_job.ipynb #c077c
 _first = lambda a: Path(a.args[0])
 COMMANDS = {   # subcommand -> what it does with the parsed arguments and the --set overrides
     "plan": lambda a, over: plan(_first(a)),
@@ -731,6 +733,7 @@ COMMANDS = {   # subcommand -> what it does with the parsed arguments and the --
     "_train_small": _train_small,
 }
 
+# %% ../../nbs/39f_campaign_job.ipynb #c077d
 def main(argv=None):
     ap = argparse.ArgumentParser(description="The published experiment on real runs: every arm trained on the same split, seed and sample budget, chained through GPU jobs with exact resume.")
     ap.add_argument("cmd", choices=list(COMMANDS))

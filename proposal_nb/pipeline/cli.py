@@ -111,6 +111,7 @@ def _launch(nb:Path, params:dict, a, prog:str="proposal-nb run"):
     except Exception as e: raise SystemExit("[proposal_nb] " + failure_message(nb.name, e, log, out / nb.name))
     print(f"[proposal_nb] wrote {_rel(done)} (output and warnings: {_rel(log)})")
 
+# %% ../../nbs/39e_cli.ipynb #c020bb
 def _run_command(argv):
     if argv and not argv[0].startswith("-") and {"-h", "--help"} & set(argv[1:]):       # `proposal-nb run NAME --help`
         try: return print(notebook_help(resolve_notebook(argv[0])))
@@ -124,6 +125,7 @@ def _run_command(argv):
     except (ValueError, FileNotFoundError) as e: raise SystemExit(f"proposal-nb run: {e}")
     _launch(nb, params, a)
 
+# %% ../../nbs/39e_cli.ipynb #c020bc
 def _evaluate_command(argv):
     ap = argparse.ArgumentParser(prog="proposal-nb evaluate", description="Evaluate training runs against the base model on their "
                                  "held-out prompts: 13_evaluate with the model, task set, split and checkpoints read from the runs' "
@@ -142,6 +144,7 @@ def _evaluate_command(argv):
     except ValueError as e: raise SystemExit(f"proposal-nb evaluate: {e}")
     _launch(nb, params, a, "proposal-nb evaluate")
 
+# %% ../../nbs/39e_cli.ipynb #c020bd
 def _site_command(argv):
     ap = argparse.ArgumentParser(prog="proposal-nb site", description="Build the results site from the run folders of RESULTS "
                                  "(shown first) and the published runs (read where they are, never copied); failed attempts are left out.")

@@ -233,6 +233,7 @@ def run_inputs(config:dict, # a training run's config.json
     if isinstance(out.get("difficulties"), list): out["difficulties"] = ",".join(out["difficulties"])
     return out
 
+# %% ../../nbs/39c_inputs.ipynb #v017b
 def training_run(folder:str|Path, # a training run folder (11_train_online's out_dir)
                 )->Run:
     "A training run folder with at least one checkpoint; an error names a folder that is none."
@@ -251,6 +252,7 @@ def checkpoint_dirs(run_dir:str|Path, # a training run folder
     ck = [p for p in (Path(run_dir) / "checkpoints").glob("step-*") if (p / "adapter" / "adapter_config.json").exists()]
     return sorted(ck, key=lambda p: checkpoint_parts(p.name)[1])
 
+# %% ../../nbs/39c_inputs.ipynb #v017c
 def evaluation_inputs(runs:Sequence[str|Path], # training run folders
                       given:dict|None=None, # SPLIT_KEYS / TASK_SOURCE_KEYS values given for the evaluation (others are ignored)
                       other_split:bool=False, # let given values differ from the runs'
@@ -279,6 +281,7 @@ def evaluation_inputs(runs:Sequence[str|Path], # training run folders
             arms[f"{r.name}/{ck.name}"] = str(ck / "adapter")
     return inputs, arms
 
+# %% ../../nbs/39c_inputs.ipynb #v017d
 def trained_ids(config:dict, # a training run's config.json
                )->set: # the ids of the prompts it trained on
     "The prompts a training run trained on: its task set, filtered and split as its config says."

@@ -498,6 +498,7 @@ class CandidatePeer(Peer):
             except Unserialisable as e: return encode(('unserialisable', str(e)[:300]))
         finally: self.strict = False
 
+# %% ../../nbs/21b_judge.ipynb #b029b
 def candidate_main(ctl:int, # the channel to the judge (or, in main mode, to the supervisor)
                   ):
     "The candidate process: read ('program', source, mode), run it, serve the judge; never returns."
@@ -533,6 +534,7 @@ def _flush():
         try: f.flush()
         except BaseException: pass
 
+# %% ../../nbs/21b_judge.ipynb #b029c
 def _callback(peer:Peer, i:int):
     "A stand-in for a judge-side function: calling it asks the judge to run it."
     def call(*args, **kwargs):

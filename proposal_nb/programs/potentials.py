@@ -39,6 +39,7 @@ def _normalise(code:str)->str:
     "Code with trailing whitespace and blank lines removed (exact-match comparison form)."
     return '\n'.join(l.rstrip() for l in code.strip('\n').splitlines() if l.strip())
 
+# %% ../../nbs/22_potentials.ipynb #c008b
 class Potential:
     "A batch potential r(tasks, completions) -> array in [0, 1]."
     kinds = ('no_error', 'strict', 'tiered', 'correctness', 'exact_match')

@@ -174,6 +174,7 @@ class JudgeLink:
         b = self.sock.recv(1 << 16)
         self.answer = json.loads(b) if b else dict(op='infra', msg='the judge died')
 
+# %% ../../nbs/21a_runner.ipynb #a027b
 def _watch(self:Supervisor, c:Candidate, req:dict, t0:float, spent:float, judge:JudgeLink|None=None)->str|None:
     """Capture `c`'s output and reports until it ends by itself, or the judge has answered and its own top-level
     report is in; return None, or why the supervisor stops it ('timeout', 'wall', 'output-limit'). `spent`: CPU
@@ -199,6 +200,7 @@ def _watch(self:Supervisor, c:Candidate, req:dict, t0:float, spent:float, judge:
         if spent + c.cpu() >= req['cpu']: return 'timeout'
         if time.monotonic() - t0 > req['wall']: return 'wall'
 
+# %% ../../nbs/21a_runner.ipynb #a027c
 def _finish(self:Supervisor, c:Candidate, req:dict):
     "Kill the candidate's whole tree, collect its wait status, its last reports and what is left of its output."
     if c.cg is not None: ok = kill_tree(c.cg, self.uid)
@@ -219,6 +221,7 @@ def _finish(self:Supervisor, c:Candidate, req:dict):
     for fd in (c.out, c.err, c.pidfd): os.close(fd)
     c.status_sock.close()
 
+# %% ../../nbs/21a_runner.ipynb #a027d
 def _overrun(self:Supervisor, c:Candidate, stop:str|None, spent:float, req:dict)->str|None:
     "What the supervisor saw end the candidate, overriding the judge (see `end_reason`)."
     cpu = spent + c.cpu()

@@ -139,6 +139,7 @@ def write_vendor(out_dir:Path|str, # the site folder
                                                f"vega-embed {vlc.get_vega_embed_version()}; from vl-convert-python {vlc.__version__}\n")
     return f
 
+# %% ../../nbs/38d_site_build.ipynb #c014b
 def site_runs(results:Path|str, # the user's folder of run folders
               published:Sequence[Path|str]=(), # folders of published run folders, read where they are
              )->list:
@@ -160,6 +161,7 @@ def site_context(runs:Sequence, # the run folders (site_runs)
     "The tables several pages share: rates (Z(x), C(x)), heldout (the evaluation tables) and the published folder."
     return dict(rates=z_tables(runs), heldout=heldout_tables(runs), published=published)
 
+# %% ../../nbs/38d_site_build.ipynb #c014c
 def empty_chart(spec:dict, # a Vega-Lite spec
                )->bool:
     "Whether a spec carries no row of data (inline datasets and data.values all empty)."
@@ -181,6 +183,7 @@ def _specs(page):
         else: out.append(("spec", sp) if k in ("chart", "spec") else (k, x))
     return page._replace(blocks=out)
 
+# %% ../../nbs/38d_site_build.ipynb #c014d
 def build_site(results_dir:Path|str="results", # folder of the user's run folders
                out_dir:Path|str="site/_build", # where the HTML goes (created; old pages removed)
                published:Sequence[Path|str]=(), # folders of published runs, shown after the user's (read in place)

@@ -61,6 +61,7 @@ def _diagnostics(log:pd.DataFrame)->list[str]:
     return [c for c in log.columns if c not in ("step", "epoch", "arm", "source") and pd.api.types.is_numeric_dtype(log[c])
             and not pd.api.types.is_bool_dtype(log[c])]
 
+# %% ../../nbs/38b_site_charts.ipynb #c009b
 def training_long(log:pd.DataFrame, # stacked training logs (step, arm, numeric diagnostics)
                   window:int|None=None, # running-mean window (default: 1/50 of the longest log, at least 5)
                  )->pd.DataFrame:
@@ -78,6 +79,7 @@ def training_long(log:pd.DataFrame, # stacked training logs (step, arm, numeric 
     long = pd.concat([long, *runs], ignore_index=True).dropna(subset=["value"])
     return long[np.isfinite(long.value.astype(float))]
 
+# %% ../../nbs/38b_site_charts.ipynb #c009c
 def training_wide(log:pd.DataFrame, # stacked training logs (step, source and/or arm, numeric diagnostics)
                   max_cells:int=40_000, # numbers kept in all: each run keeps its share of steps (every k-th, the last kept)
                   window:int|None=None, # running-mean window (default: 1/50 of the longest run, at least 5)
@@ -97,6 +99,7 @@ def training_wide(log:pd.DataFrame, # stacked training logs (step, source and/or
                    for _, g in d.groupby("run", sort=False)], ignore_index=True)
     return d.dropna(axis=1, how="all")
 
+# %% ../../nbs/38b_site_charts.ipynb #c009d
 def _case(field:str, pairs:dict, default:str)->str:
     "A Vega expression mapping `datum[field]` through `pairs`, else `default` (itself an expression)."
     out = default

@@ -62,6 +62,7 @@ def findings_blocks(published, # the folder of published run folders (None: the 
         return [head, ("p", f"The findings table could not be read: {html.escape(str(e))}")]
     return [head, ("p", FINDINGS_NOTE), ("table", t[["#", "finding", "verdict", "project", "published", "decides", "source"]])]
 
+# %% ../../nbs/38c_site_pages.ipynb #c008b
 CONFIRM = "confirm_readings"    # the published folder of the confirmatory readings (analysis.confirm_readings), first on the overview
 
 def confirm_blocks(published, # the folder of published run folders (None: the site has none)
@@ -83,6 +84,7 @@ def confirm_blocks(published, # the folder of published run folders (None: the s
     return [("h2", "Confirmatory readings"), ("p", note),
             ("html", "<div class='scroll'>" + rows.to_html(index=False, escape=False, classes="tbl", border=0) + "</div>")]
 
+# %% ../../nbs/38c_site_pages.ipynb #c008c
 def _link(name:str, known:set)->str:
     return f"<a href='run-{html.escape(name)}.html'>{html.escape(name)}</a>" if name in known else html.escape(name)
 
@@ -115,6 +117,7 @@ def runs_table(runs, # run folders of one origin
     t = t[[c for c in t.columns if (t[c] != "").any()]]
     return "<div class='scroll'>" + t.to_html(index=False, escape=False, classes="tbl", border=0) + "</div>"
 
+# %% ../../nbs/38c_site_pages.ipynb #c008d
 def page_overview(runs, # the run folders (site.build.site_runs: the user's first)
                   results, # the results folder they sit in
                   ctx:dict, # shared tables: `rates` (z_tables), `heldout` (heldout_tables), `published` (the published folder or None)
@@ -369,6 +372,7 @@ def completions_html(sample:pd.DataFrame, # from site.tables.completion_sample
                        + " · ".join(facts) + f"</p><pre class='program'><code>{e(_cut(prog, chars))}</code></pre>{whole}</div>")
     return "\n".join(out) + "</div>"
 
+# %% ../../nbs/38c_site_pages.ipynb #c026b
 def completion_blocks(run:Run, # the run
                       draws:pd.DataFrame, # its draws table
                      )->list: # the blocks of the run page's Completions section
@@ -389,6 +393,7 @@ def completion_blocks(run:Run, # the run
             f"<code>proposal_nb.site.tables.find_draw({html.escape(repr(where))}, ID)</code>.")
     return [("h2", "Completions"), ("p", rule), ("completions", s)]
 
+# %% ../../nbs/38c_site_pages.ipynb #c026c
 def run_page(run:Run, # the run
              out_dir:Path, # site folder (figures are linked from it, relative to it)
              runs=(), # every run of the site (links to the runs it evaluates or that evaluate it)
@@ -414,5 +419,6 @@ def run_page(run:Run, # the run
         blocks += [("h2", f"Table {name} ({len(t)} rows)"), ("table", t.drop(columns=[c for c in TEXT_ONLY if c in t.columns]))]
     return Page(f"run-{run.name}", run.name, blocks)
 
+# %% ../../nbs/38c_site_pages.ipynb #c026d
 PAGES = [page_overview, page_rates, page_training, page_heldout, page_bins, page_prompts,
          page_report_card, page_calibration, page_breakeven]   # the site's pages, in navigation order
