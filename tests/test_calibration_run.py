@@ -72,3 +72,39 @@ def test_bad_bundle_size_is_refused(tmp_path):
     out = tmp_path / "run"
     with pytest.raises(Exception, match="bundle_size must be an integer >= 1, got 0"):
         run_notebook(REPO / "nbs" / "runs" / "30_calibration.ipynb", out, dict(out_dir=str(out), device="cpu", bundle_size=0), progress=False)
+
+
+def test_generated_fitness_on_chosen_tasks(tmp_path):
+    """fitness='generated' on the tasks task_ids names (the seed's swarm control on tasks the base never passes): each function's
+    generated tests join the fitness, the bundles come from those tasks only, and both reach config.json."""
+    import numpy as np
+    from proposal_nb.programs.generated_tests import load_tests
+    from proposal_nb.programs.grading import eligible_tasks, make_bundles
+    from proposal_nb.programs.tasks import load_embedded
+    gen = load_tests()
+    pool = [t for t in eligible_tasks(load_embedded()) if t.id in gen and gen[t.id].cases][:3]
+    ids = [t.id for t in pool]
+    m, tok = tiny_model(seed=0)
+    m.save_pretrained(tmp_path / "tiny"); tok.save_pretrained(tmp_path / "tiny")
+    out = tmp_path / "run"
+    run_notebook(REPO / "nbs" / "runs" / "30_calibration.ipynb", out,
+                 dict(out_dir=str(out), model=str(tmp_path / "tiny"), device="cpu", n_bundles=3, bundle_size=1, task_ids=ids,
+                      fitness="generated", particles=1, rounds=2, reruns=0, max_new_tokens=16, judge_items=0, n_boot=100),
+                 progress=False)
+    cfg = json.loads((out / "config.json").read_text())
+    assert cfg["fitness"] == "generated" and cfg["task_ids"] == ids
+    rec = pd.read_parquet(out / "records.parquet")
+    ref = make_bundles(pool, 3, np.random.default_rng(0), size=1)                        # seed 0: the notebook's default
+    n_cases = {b.id: len(gen[b.tasks[0].id].cases) for b in ref}
+    assert (rec.generated_total == rec.bundle.map(n_cases)).all()
+    assert (rec.visible_total == 1 + rec.generated_total).all() and (rec.visible.map(len) == 1).all()
+    assert (rec.fitness == rec.visible.map(sum) + rec.generated_passed).all()
+
+
+def test_bad_fitness_and_unknown_task_ids_are_refused(tmp_path):
+    import pytest
+    for params, msg in ((dict(fitness="hidden"), "fitness must be 'shown' or 'generated'"),
+                        (dict(task_ids=["embedded/no_such_task"]), "task_ids names 1 id")):
+        out = tmp_path / f"run_{len(msg)}"
+        with pytest.raises(Exception, match=msg):
+            run_notebook(REPO / "nbs" / "runs" / "30_calibration.ipynb", out, dict(out_dir=str(out), device="cpu", **params), progress=False)

@@ -22,11 +22,16 @@ class Grade(NamedTuple):
     hidden: tuple   # bool per hidden test
     reason: str     # the sandbox's verdict ('ok', 'assertion' when a test failed, 'syntax', 'timeout', ...)
     program: str    # the program that ran
+    generated: tuple = ()  # (passed, total) of each function's generated tests, where the fitness counts them
 
     @property
     def fitness(self)->int:
-        "Visible tests passed (the fitness a refinement search climbs)."
-        return int(sum(self.visible))
+        "Visible tests passed, generated ones included (the fitness a refinement search climbs)."
+        return int(sum(self.visible)) + sum(int(k) for k, _ in self.generated)
+    @property
+    def fitness_total(self)->int:
+        "The most `fitness` can be: visible tests, generated ones included."
+        return len(self.visible) + sum(int(n) for _, n in self.generated)
     @property
     def passed(self)->bool:
         "True when there are hidden tests and all of them pass."
@@ -120,23 +125,32 @@ def bundle_prompt(bundle:Bundle, # the bundle to ask for
 def refine_prompt(bundle:Bundle, # the bundle
                   program:str, # the program to improve (a particle's own best, or a neighbour's)
                   visible:Sequence[bool], # which shown examples it meets
+                  generated:Sequence[tuple]=(), # (passed, total) of each function's generated tests, when the fitness counts them
                  )->str:
-    "The request plus a previous program and the shown examples it fails."
+    "The request plus a previous program, the shown examples it fails and how many generated tests it passes (never which)."
     failed = [a.strip() for a, ok in zip(bundle.shown, visible) if not ok]
     note = ("It fails these examples:\n" + "\n".join(failed)) if failed else "It meets every example."
+    more = (f"It passes {sum(k for k, _ in generated)} of {sum(n for _, n in generated)} further tests of the same "
+            f"function{'s' if len(bundle.tasks) > 1 else ''}.\n") if generated else ""
     return (bundle_prompt(bundle) + f"\nHere is an earlier attempt:\n```python\n{program.rstrip()}\n```\n"
-            f"It meets {sum(visible)} of {len(bundle.shown)} examples. {note}\n"
+            f"It meets {sum(visible)} of {len(bundle.shown)} examples. {note}\n{more}"
             + (f"Write an improved version of all {len(bundle.tasks)} functions in one ```python code block." if len(bundle.tasks) > 1 else
                "Write an improved version of the function in one ```python code block."))
 
 def grade_bundles(executor:Executor, # sandbox
                   bundles:Sequence[Bundle], # the bundle of each completion
                   completions:Sequence[str], # model completions
+                  generated=None, # a generated_tests.GeneratedFitness: each function's generated tests join the fitness
                  )->list[Grade]:
-    "Grade completions on their bundle's shown (visible) and hidden asserts."
+    "Grade completions on their bundle's shown (visible) and hidden asserts, and on its functions' generated tests when asked."
     progs = [b.context + ("\n" if b.context else "") + extract_program(c) for b, c in zip(bundles, completions)]
-    return grade_programs(executor, progs, [b.shown for b in bundles], [b.hidden for b in bundles], [b.id for b in bundles],
-                          [b.context for b in bundles], [tuple(t.entry_point for t in b.tasks) for b in bundles])
+    gr = grade_programs(executor, progs, [b.shown for b in bundles], [b.hidden for b in bundles], [b.id for b in bundles],
+                        [b.context for b in bundles], [tuple(t.entry_point for t in b.tasks) for b in bundles])
+    if generated is None: return gr
+    pairs = [(t, c) for b, c in zip(bundles, completions) for t in b.tasks]          # every function of every completion
+    passed, total, _ = generated.counts([t for t, _ in pairs], [c for _, c in pairs])
+    ends = np.cumsum([0] + [len(b.tasks) for b in bundles])
+    return [g._replace(generated=tuple(zip(passed[a:e].tolist(), total[a:e].tolist()))) for g, a, e in zip(gr, ends[:-1], ends[1:])]
 
 # %% ../../nbs/22a_grading.ipynb #g015
 ARMS = ("resample", "solo", "ring", "star")
@@ -176,7 +190,7 @@ def run_control(bundles:Sequence[Bundle], # the bundles (tasks of the control)
         for r in range(rounds):
             par = [parents(arm, best_fit[b]) if (r > 0 and arm != "resample") else np.full(particles, -1) for b in range(B)]
             prompts = [bundle_prompt(bundles[b]) if par[b][p] < 0 else
-                       refine_prompt(bundles[b], best[b][par[b][p]].program, best[b][par[b][p]].visible)
+                       refine_prompt(bundles[b], best[b][par[b][p]].program, best[b][par[b][p]].visible, best[b][par[b][p]].generated)
                        for b in range(B) for p in range(particles)]
             comps = generate(prompts, seed + 1000 * ai + r)
             if len(comps) != len(prompts): raise ValueError(f"generate returned {len(comps)} completions for {len(prompts)} prompts")
@@ -184,7 +198,8 @@ def run_control(bundles:Sequence[Bundle], # the bundles (tasks of the control)
             for i, g in enumerate(grades):
                 b, p = divmod(i, particles)
                 rows.append(dict(arm=arm, bundle=bundles[b].id, particle=p, round=r, parent=int(par[b][p]), fitness=g.fitness,
-                                 visible_total=len(g.visible), visible=g.visible, hidden=g.hidden, passed=int(g.passed),
+                                 visible_total=g.fitness_total, visible=g.visible, generated_passed=sum(k for k, _ in g.generated),
+                                 generated_total=sum(n for _, n in g.generated), hidden=g.hidden, passed=int(g.passed),
                                  reason=g.reason, program=g.program, completion=comps[i]))
                 if g.fitness > best_fit[b, p]: best_fit[b, p], best[b][p] = g.fitness, g
             bar.update()
