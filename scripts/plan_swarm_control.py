@@ -68,6 +68,11 @@ generated and hidden tests. `h200_calibration_v2` drew 2,280 programs (38 bundle
 a shared H200; a seed here must fit one device call of 10 minutes (the notebook cannot resume), so it runs no re-run of
 resample (`reruns=0`) and no judge (`judge_items=0`).
 
+**What the fitness cannot see.** Generated inputs are drawn from the types and alphabets of a task's public examples,
+so a full fitness does not imply a pass: on a CPU check of this notebook (2 bundles, embedded model) a `count_vowels` that
+counts only lower-case vowels passed its shown assert and all 40 generated tests (drawn from the letters of 'hello'
+and their class) and failed the hidden `count_vowels('AeIoU xyz') == 5`. The rule reads hidden passes only.
+
 **Rule.** {plan['rule']}.
 
 **Why.** On these tasks a fresh draw almost never passes, so resampling rescues nearly nothing; with one visible test the
