@@ -69,9 +69,10 @@ a shared H200; a seed here must fit one device call of 10 minutes (the notebook 
 resample (`reruns=0`) and no judge (`judge_items=0`).
 
 **What the fitness cannot see.** Generated inputs are drawn from the types and alphabets of a task's public examples,
-so a full fitness does not imply a pass: on a CPU check of this notebook (2 bundles, embedded model) a `count_vowels` that
-counts only lower-case vowels passed its shown assert and all 40 generated tests (drawn from the letters of 'hello'
-and their class) and failed the hidden `count_vowels('AeIoU xyz') == 5`. The rule reads hidden passes only.
+so a full fitness does not imply a pass: a `count_vowels` that counts only lower-case vowels passes its shown assert and
+every generated test (drawn from the lower-case letters of 'hello') and fails the hidden `count_vowels('AeIoU xyz') == 5`
+(a test in `nbs/22a_grading`; the embedded model wrote such a program in a CPU check of this notebook). The rule reads
+hidden passes only.
 
 **Rule.** {plan['rule']}.
 
