@@ -104,7 +104,8 @@ def test_generated_fitness_on_chosen_tasks(tmp_path):
 def test_bad_fitness_and_unknown_task_ids_are_refused(tmp_path):
     import pytest
     for params, msg in ((dict(fitness="hidden"), "fitness must be 'shown' or 'generated'"),
-                        (dict(task_ids=["embedded/no_such_task"]), "task_ids names 1 id")):
+                        (dict(task_ids=["embedded/no_such_task"]), "task_ids names 1 id"),
+                        (dict(task_ids=["embedded/top_customers"], fitness="generated"), "1 of task_ids have no generated tests")):
         out = tmp_path / f"run_{len(msg)}"
         with pytest.raises(Exception, match=msg):
             run_notebook(REPO / "nbs" / "runs" / "30_calibration.ipynb", out, dict(out_dir=str(out), device="cpu", **params), progress=False)
