@@ -13,9 +13,9 @@ from scipy.stats import norm, rankdata
 from .evaluation import bootstrap_counts, bootstrap_means
 
 # %% auto #0
-__all__ = ['BUCKETS', 'GRADE_COLUMNS', 'ARM_ORDER', 'fitness_bucket', 'wilson_ci', 'hill_table', 'Correlation',
+__all__ = ['BUCKETS', 'GRADE_COLUMNS', 'ARM_ORDER', 'SHARING_ARMS', 'fitness_bucket', 'wilson_ci', 'hill_table', 'Correlation',
            'wrong_fitness_correlation', 'plot_hill', 'AUC', 'auc_delong', 'bundle_pass_rate', 'choose_bundle_size',
-           'primary_metric', 'rescue_rates', 'anchoring', 'control_grades', 'plot_control']
+           'primary_metric', 'rescue_rates', 'anchoring', 'control_verdict', 'control_grades', 'plot_control']
 
 # %% ../../nbs/34_calibration.ipynb #c006
 BUCKETS = ("0", "≤¼", "¼–½", "½–¾", "¾–90%", "90%–all-but-one", "all")  # visible-share buckets, in order
@@ -264,6 +264,26 @@ def anchoring(records:pd.DataFrame, # from run_control
     arms = [a for a in ARM_ORDER if a in per.columns]
     m, lo, hi = _boot(per[arms].to_numpy(float), n_boot, level, seed)
     return pd.DataFrame(dict(arm=arms, similarity=m, lo=lo, hi=hi))
+
+# %% ../../nbs/34_calibration.ipynb #c047b
+SHARING_ARMS = ("ring", "star")   # the arms whose particles see each other's programs
+
+def control_verdict(primaries:dict, # seed -> that seed's primary_metric table (arm, verdict)
+                    sharing:tuple=SHARING_ARMS, # the arms the control reads
+                   )->dict: # verdict, the arms clearing at every seed, each seed's call per arm
+    "The multi-seed control's call: reproduced when one sharing arm clears at every seed, not reproduced when none clears at any."
+    if len(primaries) < 2: raise ValueError(f"control_verdict reads two or more seeds; got {len(primaries)}")
+    calls = {}
+    for s, p in primaries.items():
+        got = dict(zip(p.arm, p.verdict))
+        missing = [a for a in sharing if a not in got]
+        if missing: raise ValueError(f"seed {s}: its primary table has no row for {missing}")
+        calls[str(s)] = {a: str(got[a]) for a in sharing}
+    every = [a for a in sharing if all(c[a] == "clears" for c in calls.values())]
+    cleared = any(v == "clears" for c in calls.values() for v in c.values())
+    verdict = "reproduced" if every else "inconclusive" if cleared else "not reproduced"
+    return dict(verdict=verdict, clears_at_every_seed=every, per_seed=calls)
+
 
 # %% ../../nbs/34_calibration.ipynb #c049
 def control_grades(records:pd.DataFrame, # from run_control
