@@ -25,3 +25,11 @@ def test_the_notebook_takes_the_plans_parameters():
     assert set(saved["run"]) | {"task_ids", "seed"} <= names
     from proposal_nb.programs.tasks import load_embedded
     assert set(saved["task_ids"]) <= {t.id for t in load_embedded()}
+
+
+def test_the_params_file_is_the_plans_run():
+    "nbs/runs/params/swarm_control.yaml (a user's one command for a seed) holds exactly the plan's run parameters and task ids."
+    import yaml
+    plan = json.loads(PLAN.read_text())
+    params = yaml.safe_load((ROOT / "nbs" / "runs" / "params" / "swarm_control.yaml").read_text())
+    assert params == plan["run"] | dict(task_ids=plan["task_ids"])
