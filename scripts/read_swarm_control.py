@@ -2,7 +2,7 @@
 
 Checks every run against the plan (published/h200_swarm_control_plan/preregistration.json): the task ids, the seeds, each
 parameter of the run, and the number of programs drawn. Then applies the plan's rule
-(analysis.calibration.control_verdict) and writes OUT/verdict.json, OUT/per_seed.csv (each seed's primary table),
+(analysis.calibration.control_verdict) and writes OUT/summary.json, OUT/per_seed.csv (each seed's primary table),
 OUT/hill.csv and OUT/rescue.csv (each seed's), OUT/config.json and OUT/README.md. A run that departs from the plan is
 refused by name: its numbers would not be the pre-registered control's.
 Usage: .venv/bin/python scripts/read_swarm_control.py RUN [RUN ...] [--plan DIR] [--out DIR]"""
@@ -97,7 +97,7 @@ def main(argv=None):
     primary.to_csv(a.out / "per_seed.csv", index=False)
     hill.to_csv(a.out / "hill.csv", index=False)
     rescue.to_csv(a.out / "rescue.csv", index=False)
-    (a.out / "verdict.json").write_text(json.dumps(verdict | dict(rule=plan["rule"], plan=str(a.plan), runs={str(s): str(r) for s, (r, _) in cfgs.items()}), indent=1))
+    (a.out / "summary.json").write_text(json.dumps(verdict | dict(rule=plan["rule"], plan=str(a.plan), runs={str(s): str(r) for s, (r, _) in cfgs.items()}), indent=1))
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     cmd = " ".join([".venv/bin/python scripts/read_swarm_control.py", *map(str, a.runs), "--plan", str(a.plan), "--out", str(a.out)])
     (a.out / "config.json").write_text(json.dumps(dict(kind="swarm_control_reading", plan=str(a.plan), runs=[str(r) for r in a.runs],

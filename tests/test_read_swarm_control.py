@@ -46,7 +46,7 @@ def test_star_clearing_at_both_seeds_reproduces_and_the_readme_quotes_the_tables
     runs = [fake_run(tmp_path, s, star_passes=1.0) for s in (0, 1)]
     out = tmp_path / "out"
     assert read(runs, plan_dir(tmp_path), out)[0] == 0
-    v = json.loads((out / "verdict.json").read_text())
+    v = json.loads((out / "summary.json").read_text())
     assert v["verdict"] == "reproduced" and v["clears_at_every_seed"] == ["star"]
     per = pd.read_csv(out / "per_seed.csv")
     assert sorted(per.seed.unique()) == [0, 1] and len(per) == 8
@@ -59,7 +59,7 @@ def test_star_clearing_at_both_seeds_reproduces_and_the_readme_quotes_the_tables
 def test_no_arm_passing_is_not_reproduced(tmp_path):
     runs = [fake_run(tmp_path, s, star_passes=0.0) for s in (0, 1)]
     assert read(runs, plan_dir(tmp_path), tmp_path / "out")[0] == 0
-    assert json.loads((tmp_path / "out" / "verdict.json").read_text())["verdict"] == "not reproduced"
+    assert json.loads((tmp_path / "out" / "summary.json").read_text())["verdict"] == "not reproduced"
 
 
 @pytest.mark.parametrize("change, says", [(dict(particles=3), "particles=3 (plan: 2)"), (dict(task_ids=IDS[:2]), "task_ids: 2 ids"),
