@@ -3,7 +3,7 @@
 Checks every run against the plan (published/h200_swarm_control_plan/preregistration.json): the task ids, the seeds, each
 parameter of the run, and the number of programs drawn. Then applies the plan's rule
 (analysis.calibration.control_verdict) and writes OUT/summary.json, OUT/per_seed.csv (each seed's primary table),
-OUT/hill.csv and OUT/rescue.csv (each seed's), OUT/config.json and OUT/README.md. A run that departs from the plan is
+OUT/hill.csv, OUT/rescue.csv and OUT/by_round.csv (each seed's), OUT/config.json and OUT/README.md. A run that departs from the plan is
 refused by name: its numbers would not be the pre-registered control's.
 Usage: .venv/bin/python scripts/read_swarm_control.py RUN [RUN ...] [--plan DIR] [--out DIR]"""
 import argparse, json, subprocess, sys
@@ -29,6 +29,14 @@ def check_run(run: Path, plan: dict) -> dict:
     return cfg
 
 
+def by_round(run: Path, seed: int) -> pd.DataFrame:
+    "Each arm's programs, mean share of the fitness passed and hidden pass rate by round: does refining climb?"
+    r = pd.read_parquet(run / "records.parquet", columns=["arm", "round", "fitness", "visible_total", "passed"])
+    r = r.assign(fitness_share=r.fitness / r.visible_total.clip(lower=1))
+    return (r.groupby(["arm", "round"]).agg(programs=("passed", "size"), fitness_share=("fitness_share", "mean"), pass_rate=("passed", "mean"))
+            .reset_index().assign(seed=seed))
+
+
 def read(runs: list, plan_dir: Path) -> tuple:
     "(verdict, per-seed primary, hill and rescue tables, configs) of the plan's seeds."
     plan = json.loads((plan_dir / "preregistration.json").read_text())
@@ -42,10 +50,11 @@ def read(runs: list, plan_dir: Path) -> tuple:
     table = lambda name: pd.concat([pd.read_csv(r / f"{name}.csv").assign(seed=s) for s, (r, _) in sorted(cfgs.items())], ignore_index=True)
     primary = table("primary")
     verdict = control_verdict({s: primary[primary.seed == s] for s in sorted(cfgs)}, sharing=SHARING_ARMS)
-    return plan, verdict, primary, table("hill"), table("rescue"), cfgs
+    rounds = pd.concat([by_round(r, s) for s, (r, _) in sorted(cfgs.items())], ignore_index=True)
+    return plan, verdict, primary, table("hill"), table("rescue"), rounds, cfgs
 
 
-def readme(plan, verdict, primary, hill, cfgs, out: Path) -> str:
+def readme(plan, verdict, primary, hill, rounds, cfgs, out: Path) -> str:
     "The reading's README, every number from the tables beside it."
     run_of = {s: str(r) for s, (r, _) in cfgs.items()}
     machine = sorted({f"{c['device']} ({c.get('dtype', 'the device default dtype')})" for _, c in cfgs.values()})
@@ -79,6 +88,9 @@ Each seed: {plan['run']['n_bundles']} bundles of one function, {len(plan['run'][
 primary metric. Programs in the hill's middle buckets (some but not all of the fitness passed): {fill or 'no hill table'}
 (`hill.csv`).
 
+Does refining climb? Each arm's mean share of the fitness passed, round by round from round 0 (`by_round.csv`):
+{'; '.join(f"seed {s} {a}: " + ' / '.join(f'{v:.3f}' for v in g.sort_values('round').fitness_share) for (s, a), g in rounds.groupby(['seed', 'arm']))}.
+
 **Where it ran:** {', '.join(machine)}. {where} Batch size and sandbox workers are how a run executes, not what it
 draws from; the runs' configs hold them.
 """
@@ -90,20 +102,21 @@ def main(argv=None):
     ap.add_argument("--plan", type=Path, default=Path("published/h200_swarm_control_plan"), help="the pre-registration's folder")
     ap.add_argument("--out", type=Path, default=Path("published/swarm_control"), help="where the reading goes")
     a = ap.parse_args(argv)
-    try: plan, verdict, primary, hill, rescue, cfgs = read(a.runs, a.plan)
+    try: plan, verdict, primary, hill, rescue, rounds, cfgs = read(a.runs, a.plan)
     except ValueError as e: sys.exit(f"read_swarm_control: {e}")
     plan["folder"] = str(a.plan)
     a.out.mkdir(parents=True, exist_ok=True)
     primary.to_csv(a.out / "per_seed.csv", index=False)
     hill.to_csv(a.out / "hill.csv", index=False)
     rescue.to_csv(a.out / "rescue.csv", index=False)
+    rounds.to_csv(a.out / "by_round.csv", index=False)
     (a.out / "summary.json").write_text(json.dumps(verdict | dict(rule=plan["rule"], plan=str(a.plan), runs={str(s): str(r) for s, (r, _) in cfgs.items()}), indent=1))
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     cmd = " ".join([".venv/bin/python scripts/read_swarm_control.py", *map(str, a.runs), "--plan", str(a.plan), "--out", str(a.out)])
     (a.out / "config.json").write_text(json.dumps(dict(kind="swarm_control_reading", plan=str(a.plan), runs=[str(r) for r in a.runs],
         published=dict(machine="the project's 2-core CPU machine (reads tables only)", date=datetime.now(timezone.utc).date().isoformat(),
                        commit=commit, command=cmd), user_command=cmd), indent=1))
-    (a.out / "README.md").write_text(readme(plan, verdict, primary, hill, cfgs, a.out))
+    (a.out / "README.md").write_text(readme(plan, verdict, primary, hill, rounds, cfgs, a.out))
     print(json.dumps(verdict, indent=1))
 
 

@@ -53,6 +53,9 @@ def test_star_clearing_at_both_seeds_reproduces_and_the_readme_quotes_the_tables
     star = per[(per.seed == 1) & (per.arm == "star")].iloc[0]
     text = (out / "README.md").read_text()
     assert "**Verdict: reproduced.**" in text and f"| 1 | star | {star.pass_rate:.3f} [{star.pass_lo:.3f}, {star.pass_hi:.3f}]" in text
+    rounds = pd.read_csv(out / "by_round.csv")          # star's programs pass 1 of the 2 fitness tests, the others none
+    assert len(rounds) == 8 and (rounds.programs == 6).all()
+    assert rounds.set_index(["seed", "arm"]).fitness_share.to_dict() == {(s, a): 0.5 * (a == "star") for s in (0, 1) for a in RUN["arms"]}
     assert json.loads((out / "config.json").read_text())["user_command"].startswith(".venv/bin/python scripts/read_swarm_control.py")
 
 
