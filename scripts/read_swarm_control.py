@@ -12,11 +12,9 @@ from pathlib import Path
 import pandas as pd
 from proposal_nb.analysis.calibration import BUCKETS, SHARING_ARMS, control_verdict
 
-EXECUTION = ("batch_size", "sandbox_workers", "threads", "dtype", "device", "model", "judge_model", "out_dir")   # how a run ran, not what it is
-
 
 def check_run(run: Path, plan: dict) -> dict:
-    "The run's config, after checking that it is one of the plan's seeds with the plan's tasks and parameters."
+    "The run's config, after checking that it is one of the plan's seeds with the plan's tasks and parameters (how it ran, e.g. batch_size, may differ)."
     cfg = json.loads((run / "config.json").read_text())
     bad = [f"{k}={cfg.get(k)!r} (plan: {v!r})" for k, v in plan["run"].items() if cfg.get(k) != v]
     if cfg.get("task_ids") != plan["task_ids"]: bad.append(f"task_ids: {len(cfg.get('task_ids') or [])} ids, not the plan's {len(plan['task_ids'])}")
@@ -54,7 +52,7 @@ def read(runs: list, plan_dir: Path) -> tuple:
     return plan, verdict, primary, table("hill"), table("rescue"), rounds, cfgs
 
 
-def readme(plan, verdict, primary, hill, rounds, cfgs, out: Path) -> str:
+def readme(plan, verdict, primary, hill, rounds, cfgs) -> str:
     "The reading's README, every number from the tables beside it."
     run_of = {s: str(r) for s, (r, _) in cfgs.items()}
     machine = sorted({f"{c['device']} ({c.get('dtype', 'the device default dtype')})" for _, c in cfgs.values()})
@@ -116,7 +114,7 @@ def main(argv=None):
     (a.out / "config.json").write_text(json.dumps(dict(kind="swarm_control_reading", plan=str(a.plan), runs=[str(r) for r in a.runs],
         published=dict(machine="the project's 2-core CPU machine (reads tables only)", date=datetime.now(timezone.utc).date().isoformat(),
                        commit=commit, command=cmd), user_command=cmd), indent=1))
-    (a.out / "README.md").write_text(readme(plan, verdict, primary, hill, rounds, cfgs, a.out))
+    (a.out / "README.md").write_text(readme(plan, verdict, primary, hill, rounds, cfgs))
     print(json.dumps(verdict, indent=1))
 
 
