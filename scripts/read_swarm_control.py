@@ -28,10 +28,11 @@ def check_run(run: Path, plan: dict) -> dict:
 
 
 def by_round(run: Path, seed: int) -> pd.DataFrame:
-    "Each arm's programs, mean share of the fitness passed and hidden pass rate by round: does refining climb?"
-    r = pd.read_parquet(run / "records.parquet", columns=["arm", "round", "fitness", "visible_total", "passed"])
-    r = r.assign(fitness_share=r.fitness / r.visible_total.clip(lower=1))
-    return (r.groupby(["arm", "round"]).agg(programs=("passed", "size"), fitness_share=("fitness_share", "mean"), pass_rate=("passed", "mean"))
+    "Each arm's programs, mean share of the fitness passed, share that do not parse and hidden pass rate by round: does refining climb?"
+    r = pd.read_parquet(run / "records.parquet", columns=["arm", "round", "fitness", "visible_total", "passed", "reason"])
+    r = r.assign(fitness_share=r.fitness / r.visible_total.clip(lower=1), syntax_error=(r.reason == "syntax").astype(float))
+    return (r.groupby(["arm", "round"]).agg(programs=("passed", "size"), fitness_share=("fitness_share", "mean"),
+                                            syntax_error=("syntax_error", "mean"), pass_rate=("passed", "mean"))
             .reset_index().assign(seed=seed))
 
 
@@ -88,6 +89,7 @@ primary metric. Programs in the hill's middle buckets (some but not all of the f
 
 Does refining climb? Each arm's mean share of the fitness passed, round by round from round 0 (`by_round.csv`):
 {'; '.join(f"seed {s} {a}: " + ' / '.join(f'{v:.3f}' for v in g.sort_values('round').fitness_share) for (s, a), g in rounds.groupby(['seed', 'arm']))}.
+Share of programs that do not parse, the same way: {'; '.join(f"seed {s} {a}: " + ' / '.join(f'{v:.2f}' for v in g.sort_values('round').syntax_error) for (s, a), g in rounds.groupby(['seed', 'arm']))}.
 
 **Where it ran:** {', '.join(machine)}. {where} Batch size and sandbox workers are how a run executes, not what it
 draws from; the runs' configs hold them.

@@ -32,7 +32,7 @@ def fake_run(tmp, run_seed, star_passes, **change):
     seed = run_seed
     rng = np.random.default_rng(seed)
     rows = [dict(arm=a, bundle=f"b{b}", particle=p, round=0, fitness=int(a == "star"), visible_total=2,
-                 passed=int(a == "star" and rng.random() < star_passes), program="x") for a in RUN["arms"] for b in range(3) for p in range(2)]
+                 passed=int(a == "star" and rng.random() < star_passes), program="x", reason="ok" if a == "star" else "syntax") for a in RUN["arms"] for b in range(3) for p in range(2)]
     rec = pd.DataFrame(rows)
     rec.to_parquet(d / "records.parquet")
     (d / "config.json").write_text(json.dumps(RUN | dict(task_ids=IDS, seed=seed, device="cpu", dtype="bfloat16") | change))
@@ -56,6 +56,7 @@ def test_star_clearing_at_both_seeds_reproduces_and_the_readme_quotes_the_tables
     rounds = pd.read_csv(out / "by_round.csv")          # star's programs pass 1 of the 2 fitness tests, the others none
     assert len(rounds) == 8 and (rounds.programs == 6).all()
     assert rounds.set_index(["seed", "arm"]).fitness_share.to_dict() == {(s, a): 0.5 * (a == "star") for s in (0, 1) for a in RUN["arms"]}
+    assert rounds.set_index(["seed", "arm"]).syntax_error.to_dict() == {(s, a): float(a != "star") for s in (0, 1) for a in RUN["arms"]}
     assert json.loads((out / "config.json").read_text())["user_command"].startswith(".venv/bin/python scripts/read_swarm_control.py")
 
 
