@@ -109,3 +109,36 @@ def test_bad_fitness_and_unknown_task_ids_are_refused(tmp_path):
         out = tmp_path / f"run_{len(msg)}"
         with pytest.raises(Exception, match=msg):
             run_notebook(REPO / "nbs" / "runs" / "30_calibration.ipynb", out, dict(out_dir=str(out), device="cpu", **params), progress=False)
+
+
+def test_a_stopped_run_resumes_to_the_same_records(tmp_path):
+    """A run that stopped after some (arm, round) steps goes on from records_partial.parquet and ends with the whole run's rows;
+    a stopped run with other parameters is refused, and resume=False starts afresh."""
+    import pytest
+    from papermill.exceptions import PapermillExecutionError
+    m, tok = tiny_model(seed=0)
+    m.save_pretrained(tmp_path / "tiny"); tok.save_pretrained(tmp_path / "tiny")
+    nb = REPO / "nbs" / "runs" / "30_calibration.ipynb"
+    params = lambda out, **kw: dict(out_dir=str(out), model=str(tmp_path / "tiny"), device="cpu", n_bundles=2, bundle_size=1, fitness="generated",
+                                     task_ids=["embedded/count_vowels", "embedded/gcd"], particles=2, rounds=2, reruns=0, max_new_tokens=24,
+                                     judge_items=0, n_boot=100) | kw
+    whole = tmp_path / "whole"
+    run_notebook(nb, whole, params(whole), progress=False)
+    rec = pd.read_parquet(whole / "records.parquet")
+    assert not (whole / "records_partial.parquet").exists()            # removed once the records are saved
+    stopped = tmp_path / "stopped"                                     # as a run stopped after 3 of its 8 steps leaves its folder
+    stopped.mkdir()
+    (stopped / "config.json").write_text((whole / "config.json").read_text().replace(str(whole), str(stopped)))
+    rec.iloc[:3 * 4].to_parquet(stopped / "records_partial.parquet")
+    run_notebook(nb, stopped, params(stopped), progress=False)
+    again = pd.read_parquet(stopped / "records.parquet")
+    cols = [c for c in rec.columns if c not in ("visible", "hidden")]
+    pd.testing.assert_frame_equal(again[cols], rec[cols])
+    assert again.visible.map(list).tolist() == rec.visible.map(list).tolist()
+    cfg, s = json.loads((stopped / "config.json").read_text()), json.loads((stopped / "summary.json").read_text())
+    assert len(cfg["resumed"]) == 1 and s["samples_resumed"] == 12
+    rec.iloc[:4].to_parquet(stopped / "records_partial.parquet")
+    with pytest.raises(PapermillExecutionError, match="a stopped run with other parameters \\(particles, samples_per_bundle_and_arm\\)"):
+        run_notebook(nb, stopped, params(stopped, particles=1), progress=False)
+    run_notebook(nb, stopped, params(stopped, particles=1, resume=False), progress=False)
+    assert len(pd.read_parquet(stopped / "records.parquet")) == 2 * 4 * 1 * 2 and not (stopped / "records_partial.parquet").exists()

@@ -12,8 +12,9 @@ from .sandbox import Executor, InfrastructureError
 from .tasks import Task, build_program, judge_context, extract_program
 
 # %% auto #0
-__all__ = ['ARMS', 'Grade', 'grade_programs', 'grade_task_programs', 'Bundle', 'eligible_tasks', 'make_bundles', 'bundle_prompt',
-           'refine_prompt', 'grade_bundles', 'parents', 'run_control', 'calibration_pool']
+__all__ = ['ARMS', 'CONTROL_COLUMNS', 'Grade', 'grade_programs', 'grade_task_programs', 'Bundle', 'eligible_tasks',
+           'make_bundles', 'bundle_prompt', 'refine_prompt', 'grade_bundles', 'parents', 'run_control',
+           'calibration_pool']
 
 # %% ../../nbs/22a_grading.ipynb #g005
 class Grade(NamedTuple):
@@ -170,6 +171,32 @@ def parents(arm:str, # one of ARMS
         return cand[own, np.argmax(best[cand], 1)]
     raise ValueError(f"unknown arm {arm!r}; arms are {ARMS}")
 
+# %% ../../nbs/22a_grading.ipynb #g017c
+CONTROL_COLUMNS = ("arm", "bundle", "particle", "round", "parent", "fitness", "visible_total", "visible", "generated_passed",
+                   "generated_total", "hidden", "passed", "reason", "program", "completion")   # one row of run_control
+
+def _check_done(done:pd.DataFrame|None, bundles, arms, particles:int, rounds:int)->pd.DataFrame:
+    "A stopped run's rows, checked to be whole (arm, round) steps of this call in its order; an empty table when None."
+    if done is None or not len(done): return pd.DataFrame(columns=list(CONTROL_COLUMNS))
+    missing = sorted(set(CONTROL_COLUMNS) - set(done.columns))
+    if missing: raise ValueError(f"done: not run_control rows, no column(s) {missing}")
+    steps = list(dict.fromkeys(zip(done.arm, done["round"])))
+    plan = [(a, r) for a in arms for r in range(rounds)]
+    ids = [b.id for b in bundles]
+    if steps != plan[:len(steps)]: raise ValueError(f"done: its steps {steps[:3]}... are not the first steps of this call's {plan[:3]}...")
+    for (a, r), d in done.groupby(["arm", "round"], sort=False):
+        if list(d.bundle) != [i for i in ids for _ in range(particles)] or list(d.particle) != list(range(particles)) * len(ids):
+            raise ValueError(f"done: step ({a!r}, round {r}) does not hold this call's {len(ids)} bundles x {particles} particles in order")
+    return done.reset_index(drop=True)
+
+def _recorded(rows:pd.DataFrame, bundles)->list:
+    "(Grade, bundle index, particle) of recorded rows, in their order: the Grade a refinement prompt reads back."
+    at = {b.id: i for i, b in enumerate(bundles)}
+    return [(Grade(tuple(map(bool, v)), tuple(map(bool, h)), reason, program, ((int(gp), int(gt)),) if gt else ()), at[b], int(p))
+            for v, h, reason, program, gp, gt, b, p in zip(rows.visible, rows.hidden, rows.reason, rows.program, rows.generated_passed,
+                                                           rows.generated_total, rows.bundle, rows.particle)]
+
+
 # %% ../../nbs/22a_grading.ipynb #g018
 def run_control(bundles:Sequence[Bundle], # the bundles (tasks of the control)
                 generate:Callable[[list, int], list], # (prompts, seed) -> one completion per prompt
@@ -179,15 +206,23 @@ def run_control(bundles:Sequence[Bundle], # the bundles (tasks of the control)
                 rounds:int=2, # R
                 seed:int=0, # seeds each (arm, round) call of `generate`
                 progress:bool=True, # tqdm over (arm, round)
+                done:pd.DataFrame|None=None, # rows a stopped run of the same call recorded: its steps are not drawn again
+                on_step:Callable[[pd.DataFrame], None]|None=None, # called with every row so far after each (arm, round) step
                )->pd.DataFrame:
     "Samples of every arm at equal P x R samples per bundle; one row per sample."
-    rows, B = [], len(bundles)
-    bar = tqdm(total=len(arms) * rounds, disable=not progress, desc="control")
+    B = len(bundles)
+    bad = [a for a in arms if a not in ARMS]
+    if bad: raise ValueError(f"unknown arm {bad[0]!r}; arms are {ARMS}")
+    done = _check_done(done, bundles, arms, particles, rounds)
+    rows = done.to_dict("records")
+    bar = tqdm(total=len(arms) * rounds, initial=len(rows) // (B * particles), disable=not progress, desc="control")
     for ai, arm in enumerate(arms):
-        if arm not in ARMS: raise ValueError(f"unknown arm {arm!r}; arms are {ARMS}")
         best_fit = np.full((B, particles), -1)
         best: list[list[Grade|None]] = [[None] * particles for _ in range(B)]
+        for g, b, p in _recorded(done[done.arm == arm], bundles):      # a resumed arm: what its recorded rounds chose
+            if g.fitness > best_fit[b, p]: best_fit[b, p], best[b][p] = g.fitness, g
         for r in range(rounds):
+            if ((done.arm == arm) & (done["round"] == r)).any(): continue
             par = [parents(arm, best_fit[b]) if (r > 0 and arm != "resample") else np.full(particles, -1) for b in range(B)]
             prompts = [bundle_prompt(bundles[b]) if par[b][p] < 0 else
                        refine_prompt(bundles[b], best[b][par[b][p]].program, best[b][par[b][p]].visible, best[b][par[b][p]].generated)
@@ -203,6 +238,7 @@ def run_control(bundles:Sequence[Bundle], # the bundles (tasks of the control)
                                  reason=g.reason, program=g.program, completion=comps[i]))
                 if g.fitness > best_fit[b, p]: best_fit[b, p], best[b][p] = g.fitness, g
             bar.update()
+            if on_step: on_step(pd.DataFrame(rows))
     bar.close()
     return pd.DataFrame(rows)
 
