@@ -121,9 +121,10 @@ def test_published_user_command_is_accepted(run, config):
             a = _run_parser().parse_args(words[2:])
             files = [p[0] for p in a.params if len(p) == 1]
             sets = [f"{p[0]}={p[1]}" for p in a.params if len(p) == 2] + a.set
-            nb = RUNS / a.notebook
+            given = load_params(*(ROOT / f for f in files), sets=sets)
+            nb = RUNS / given.pop("notebook", a.notebook)      # a params file may name its notebook, as the CLI reads it
             assert nb.exists(), nb
-            params = check_parameters(nb, load_params(*(ROOT / f for f in files), sets=sets), a.out)   # names and types
+            params = check_parameters(nb, given, a.out)   # names and types
             assert params["out_dir"] == f"results/{run}", params["out_dir"]
         elif re.match(r"(\.venv[-\w]*/bin/)?python3? scripts/", part.strip()):
             script = ROOT / next(w for w in words if w.startswith("scripts/"))

@@ -32,4 +32,4 @@ def test_the_params_file_is_the_plans_run():
     import yaml
     plan = json.loads(PLAN.read_text())
     params = yaml.safe_load((ROOT / "nbs" / "runs" / "params" / "swarm_control.yaml").read_text())
-    assert params == plan["run"] | dict(task_ids=plan["task_ids"])
+    assert params.pop("notebook") == "30_calibration.ipynb" and params == plan["run"] | dict(task_ids=plan["task_ids"])
