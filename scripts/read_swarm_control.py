@@ -60,7 +60,8 @@ def readme(plan, verdict, primary, hill, rounds, cfgs) -> str:
     where = ("The plan was written for an H200; the device was not lent in the sessions that followed, so the seeds ran on "
              "the project's 2-core CPU machine, in bf16 where the config says bfloat16 (`dtype=auto`: the dtype the H200 loads)."
              if any(c["device"] == "cpu" for _, c in cfgs.values()) else "As planned, on a GPU.")
-    rows = "\n".join(f"| {s} | {a} | {p:.3f} [{lo:.3f}, {hi:.3f}] | {g:+.3f} [{glo:+.3f}, {ghi:+.3f}] | {v} |"
+    gain = lambda g, lo, hi, v: "—" if v == "reference" else f"{g:+.3f} [{lo:+.3f}, {hi:+.3f}]".replace("-", "−")
+    rows = "\n".join(f"| {s} | {a} | {p:.3f} [{lo:.3f}, {hi:.3f}] | {gain(g, glo, ghi, v)} | {v} |"
                      for s, a, p, lo, hi, g, glo, ghi, v in primary[["seed", "arm", "pass_rate", "pass_lo", "pass_hi", "gain", "gain_lo", "gain_hi", "verdict"]]
                      .itertuples(index=False))
     mid = hill[~hill.bucket.astype(str).isin([BUCKETS[0], BUCKETS[-1]])]
