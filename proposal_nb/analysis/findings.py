@@ -31,6 +31,7 @@ class Sources(NamedTuple):
     breakeven: tuple = ("campaign_breakeven_{arm}", "h200_breakeven_{arm}") # the break-even of an arm
     calibration: tuple = ("campaign_calibration", "h200_calibration_v2", "h200_calibration")  # calibration and the control (v2: resized)
     card_eval: tuple = ("campaign_card_eval",)                               # (7) the card arms' evaluation (campaign.py report-card)
+    control: tuple = ("swarm_control",)                                      # (9) the pre-registered swarm control's reading over its seeds (described beside the row)
     anchor: tuple = (("iguana_strict", "iguana_kl_strict", "strict"), ("iguana", "iguana_kl", "no_error"))  # (3) (free, anchored, potential): the first pair run
     base: str = "base"                                                       # the base model's checkpoint
     card_base: str = "base_card"                                             # (7) the card sampler's own draws
@@ -38,10 +39,10 @@ class Sources(NamedTuple):
     suffix: str = ""                                                         # the arms' names in these tables: PRIMARY_ARM + suffix
     exact: object = None                                                     # Sources of arms with exact weights, read first by rows that weigh by p/q
 
-FP32 = Sources(eval=("campaign_fp32_eval",), train=("campaign_{arm}_fp32",), breakeven=("campaign_breakeven_{arm}_fp32",), calibration=(),
+FP32 = Sources(eval=("campaign_fp32_eval",), train=("campaign_{arm}_fp32",), breakeven=("campaign_breakeven_{arm}_fp32",), calibration=(), control=(),
                card_eval=("campaign_card_fp32_eval",), weights=(), base="base_fp32", card_base="base_card_fp32", suffix="_fp32")   # the fp32 arms (campaign_fp32_plan): exact weights
 PUBLISHED = Sources(exact=FP32)                                              # the published findings table: weighted rows read the fp32 arms first
-JOB = Sources(eval=("eval",), train=("{arm}",), zx=("z",), breakeven=("breakeven_{arm}",), calibration=(), card_eval=(), weights=())  # the CPU main job
+JOB = Sources(eval=("eval",), train=("{arm}",), zx=("z",), breakeven=("breakeven_{arm}",), calibration=(), control=(), card_eval=(), weights=())  # the CPU main job
 
 def run_folder(root:Path|str, # the folder of run folders
                names:Sequence[str], # candidate folder names, `{arm}` allowed
@@ -389,7 +390,8 @@ def find_breakeven(root, src:Sources, **kw)->Row|Missing:
     return Row(txt, rule_u_shape(c.reset_index(drop=True), n), f.name, runs=1)
 
 def find_calibration(root, src:Sources, **kw)->Row|Missing:
-    "(9) The hill's end buckets (hidden pass by visible share) and the star swarm's gain over resample."
+    """(9) The hill's end buckets (hidden pass by visible share) and the star swarm's gain over resample. The pre-registered swarm
+    control's verdict over its seeds (`src.control`, scripts/read_swarm_control.py) is named beside them; the row's rule never reads it."""
     f = run_folder(root, src.calibration)
     if f is None: return Missing(f"{_needs(src.calibration)} (fitness calibration and the positive control)")
     hill, prim, cfg = read_table(f, "hill"), read_table(f, "primary"), read_json(f, "config") or {}
@@ -417,7 +419,11 @@ def find_calibration(root, src:Sources, **kw)->Row|Missing:
         call = untestable(f"80% power needs ≈ {call.need:,} bundles, more than the {pool} disjoint bundles its task pool holds "
                           f"({', '.join(cfg.get('difficulties') or ['all'])}, size {cfg.get('bundle_size', 5)})"
                           + (f"; {call.note}" if call.note else ""))
-    return Row(txt, call, f.name, "bundles")
+    g = run_folder(root, src.control)
+    ctl = read_json(g, "summary") if g is not None else None
+    if not ctl or not ctl.get("verdict"): return Row(txt, call, f.name, "bundles")
+    txt += f"; swarm control on tasks the base never passes ({len(ctl.get('runs') or {})} seeds, pre-registered): {ctl['verdict']}"
+    return Row(txt, call, f"{f.name}, {g.name}", "bundles")
 
 # %% ../../nbs/36_findings.ipynb #c027
 class Finding(NamedTuple):
