@@ -298,32 +298,27 @@ def twin_chart(t:pd.DataFrame):
             for a, x in d.groupby("twin", sort=True)]
     return alt.vconcat(*rows).properties(title="Exact weights (fp32) against bf16: the same arm's ESS/M and KL(π‖q) on 25 held-out prompts")
 
-# %% ../../nbs/37a_weight_check.ipynb #r036
-def weight_check_readme(tr, ho, rv, # training_table, heldout_table, reverse_table
-                        tw, # twin_table
-                        rs, rs_src, # rescore_summary and where the rescoring came from (None: none)
-                        ident, id_src, # the CPU identity check per dtype and its settings (None: none)
-                        dchk, dt_src, # the GPU dtype check per dtype and its source (None: none)
-                        rby:dict, # reverse_counts
-                        summary:dict, # the folder's summary.json
-                       )->str:
-    "campaign_weight_check/README.md: the numbers of the folder, each with its sample size and where it comes from."
-    tw_md = "" if not len(tw) else (
-        "## What exact weights change in the evaluation\n"
+# %% ../../nbs/37a_weight_check.ipynb #r036a
+def _twins_md(tw)->str:
+    "The README's section on the fp32 arms beside their bf16 twins (`twin_table`); empty without twins."
+    if not len(tw): return ""
+    return ("## What exact weights change in the evaluation\n"
         "Each fp32 arm beside its bf16 twin at the same held-out checkpoints (`twins.csv`, chart `twins.svg`; ESS/M from "
         "`summary.csv`, KL(π‖q) from `report_card.csv` of `campaign_eval` and `campaign_fp32_eval`; step 0 is each side's own base draws):\n\n"
         "| arm | dtype | ESS/M by step | KL(π‖q) by step, nats |\n|---|---|---|---|\n"
         + "\n".join(f"| {a} | {dt} | " + ", ".join(f"{r.step}: {r.ess_per_m:.2f}" for r in g.itertuples()) + " | "
                     + ", ".join(f"{r.step}: {r.kl:.2f}" for r in g.itertuples()) + " |" for (a, dt), g in tw.groupby(["twin", "dtype"], sort=True))
         + "\n\nThe paired CIs are in the evaluations' `paired.csv`; each base is a fresh set of draws, so the two step-0 values differ by sampling.\n\n")
-    f = lambda r: f"{r.mean_ratio:.3f} ± {r.se:.3f}"
-    tl = [f"| {r.arm} | {r.what} | {r.n:,} | {f(r)} | {r.mean_log:+.3f} | {r.sd_log:.3f} |" for r in tr.itertuples()]
-    hl = [f"| {r.what} | {r.n:,} | {f(r)} | {r.sd_log:.3f} |" for r in ho.itertuples()]
+
+def _mean_se(r)->str: return f"{r.mean_ratio:.3f} ± {r.se:.3f}"
+
+def _reverse_md(ho, rv, rby:dict)->str:
+    "The README's section on E_p[q/p] = 1 (`reverse_table`, `reverse_counts`) beside each checkpoint's own check; empty without it."
+    if rv.empty: return ""
     fwd = ho.set_index("what") if len(ho) else None
-    vl = [f"| {r.what} | {r.n:,} | {f(r)} | {r.sd_log:.3f} | " + (f(fwd.loc[r.what]) if fwd is not None and r.what in fwd.index else "—") + " |"
+    vl = [f"| {r.what} | {r.n:,} | {_mean_se(r)} | {r.sd_log:.3f} | " + (_mean_se(fwd.loc[r.what]) if fwd is not None and r.what in fwd.index else "—") + " |"
           for r in rv.itertuples()]
-    rv_md = "" if rv.empty else (
-        "## The reverse identity: E_p[q/p] = 1 on the reference's draws\n"
+    return ("## The reverse identity: E_p[q/p] = 1 on the reference's draws\n"
         "Each evaluation also scores the reference's held-out draws (base's or base_fp32's, y ~ p) under every checkpoint "
         "(`prior.parquet`, made for the report card's KL). For draws from p, the mean of q/p is 1 exactly. So each checkpoint's adapter "
         "is checked a second time, on draws it did not make (the table's second column). Noise in log q − log p inflates this mean too: zero-mean noise e "
@@ -335,22 +330,28 @@ def weight_check_readme(tr, ho, rv, # training_table, heldout_table, reverse_tab
                           f"The checkpoints above 2 SE on their own draws read here: {'; '.join(x)}.") if (x := reverse_of_exceptions(ho, rv, dt)) and len(x) <= 3 else "")))
                      for dt, c in rby.items())
         + "\n\n| checkpoint | reference draws | mean q/p | sd log | mean p/q on its own draws |\n|---|---|---|---|---|\n" + "\n".join(vl) + "\n\n")
-    rl = [] if rs is None else [f"| {k} | {v['n']} | {v['mean']:+.3f} | {v['sd']:.3f} | {', '.join(f'{a}: {b:.3f}' for a, b in v['sd_by_length'].items())} | {v['inflation']:.3f} |"
-                                for k, v in rs.items()]
-    id_md = "" if ident is None else (
-        f"## The identity on this CPU, fp32 against bf16\n{id_src['prompts']} training prompts x {id_src['draws']} draws of up to "
+
+def _cpu_identity_md(ident, id_src)->str:
+    "The README's section on the identity drawn on this CPU in fp32 and in bf16; empty without it."
+    if ident is None: return ""
+    near = lambda v: abs(v["mean_ratio"] - 1) <= 2 * v["se"]
+    return (f"## The identity on this CPU, fp32 against bf16\n{id_src['prompts']} training prompts x {id_src['draws']} draws of up to "
         f"{id_src['max_new_tokens']} tokens from the embedded model with a perturbed adapter (LoRA B ~ N(0, {id_src['sigma']}^2)), sampled by the "
         "HF engine with the same keys; log q and log p scored by one scorer, adapter on and off, in the model's dtype:\n\n"
         "| dtype | draws | mean p/q | mean log | sd log | sd of sampler − scorer log q |\n|---|---|---|---|---|---|\n"
         + "\n".join(f"| {dt} | {v['n']} | {v['mean_ratio']:.3f} ± {v['se']:.3f} | {v['mean_log']:+.3f} | {v['sd_log']:.3f} | {v['sampler_gap_sd']:.3f} |"
                     for dt, v in ident.items()) + "\n\n"
         + " ".join(f"{dt}: the sampler's and the scorer's log q differ by {v['sampler_gap_sd']:.3f} nats per sequence (sd), and the mean of p/q "
-                   + ("reads 1 within 2 SE." if abs(v["mean_ratio"] - 1) <= 2 * v["se"] else f"is {(v['mean_ratio'] - 1) / v['se']:+.1f} SE from 1.")
+                   + ("reads 1 within 2 SE." if near(v) else f"is {(v['mean_ratio'] - 1) / v['se']:+.1f} SE from 1.")
                    for dt, v in ident.items())
-        + (" At this size the precisions differ in the gap, not in the mean." if all(abs(v["mean_ratio"] - 1) <= 2 * v["se"] for v in ident.values()) else "")
+        + (" At this size the precisions differ in the gap, not in the mean." if all(near(v) for v in ident.values()) else "")
         + "\n\n")
-    dt_md = "" if dchk is None else (
-        "## The decisive check on the H200: the same 25 iguana steps in bf16 and in fp32\n"
+
+# %% ../../nbs/37a_weight_check.ipynb #r036b
+def _dtype_md(dchk, dt_src)->str:
+    "The README's section on the H200's bf16-against-fp32 check (`dtype_check`, its source's jobs); empty without it."
+    if dchk is None: return ""
+    return ("## The decisive check on the H200: the same 25 iguana steps in bf16 and in fp32\n"
         "Two runs of the `iguana` arm side by side on one H200, differing only in the model's dtype (`campaign.py train --dtype`), "
         "25 steps of 8 prompts x 10 draws, no held-out evaluation (`campaign_job.sh` arm `weightcheck`; draws in `dtype_draws.parquet`, "
         "windows in `dtype_check.csv`, chart `dtype_check.svg`). The rule was fixed before they ran (NEXT.md): if fp32 reads 1 within 2 SE and bf16 does not, "
@@ -362,6 +363,37 @@ def weight_check_readme(tr, ho, rv, # training_table, heldout_table, reverse_tab
         "so the only noise left is the sampling itself. The mean of p/q by length quartile rises in fp32 as well (`dtype_by_length.csv`): "
         "a proposal that has moved towards short programs has p/q below 1 on short draws and above 1 on long ones, so a rise with length "
         "is not by itself a sign of noise; only the overall mean is an identity.\n\n")
+
+def _rescore_md(rs, rs_src, dchk)->str:
+    "The body of the README's section on bf16 scoring measured (`rescore_summary`, where the rescoring came from)."
+    if rs is None: return "Not measured yet (run with --rescore)."
+    rl = [f"| {k} | {v['n']} | {v['mean']:+.3f} | {v['sd']:.3f} | {', '.join(f'{a}: {b:.3f}' for a, b in v['sd_by_length'].items())} | {v['inflation']:.3f} |"
+          for k, v in rs.items()]
+    confirmed = dtype_verdict(dchk) and dtype_verdict(dchk).startswith("bf16")
+    return f'''{rs_src['n'] if rs_src else ''} of the base arm's held-out draws (`{rs_src['file'] if rs_src else ''}`, token ids kept in the runs, not published) rescored on this CPU with
+the embedded model in fp32 and in bf16, beside the log p the H200 stored (bf16):
+
+| difference | draws | mean | sd | sd by length (tokens) | exp(var/2) |
+|---|---|---|---|---|---|
+{chr(10).join(rl)}
+
+A bf16 scoring of one sequence is off by about half a nat (more for long ones). The likely reading: log p and log q come
+from two bf16 passes (adapter off, adapter on). At step 1 their rounding errors cancel exactly; once the adapter moves,
+they no longer do. The sampler's own bf16 distribution also differs from the scorer's (the runs' `logprob_gap_mean`,
+about 0.03 nats a token). Noise of this size matches the inflation above{"; the fp32 run above confirms it." if confirmed else "."}'''
+
+# %% ../../nbs/37a_weight_check.ipynb #r036
+def weight_check_readme(tr, ho, rv, # training_table, heldout_table, reverse_table
+                        tw, # twin_table
+                        rs, rs_src, # rescore_summary and where the rescoring came from (None: none)
+                        ident, id_src, # the CPU identity check per dtype and its settings (None: none)
+                        dchk, dt_src, # the GPU dtype check per dtype and its source (None: none)
+                        rby:dict, # reverse_counts
+                        summary:dict, # the folder's summary.json
+                       )->str:
+    "campaign_weight_check/README.md: the numbers of the folder, each with its sample size and where it comes from."
+    tl = [f"| {r.arm} | {r.what} | {r.n:,} | {_mean_se(r)} | {r.mean_log:+.3f} | {r.sd_log:.3f} |" for r in tr.itertuples()]
+    hl = [f"| {r.what} | {r.n:,} | {_mean_se(r)} | {r.sd_log:.3f} |" for r in ho.itertuples()]
     f32 = summary["by_dtype"].get("fp32")
     fp32_md = "" if not f32 else (f". On the fp32 arms (`campaign_fp32_plan`), {f32['training_windows_above_1']} of {f32['training_windows']} training windows "
                                   f"and {f32['heldout_above_1']} of {f32['heldout_checkpoints']} held-out checkpoints lie more than 2 SE above 1; "
@@ -379,7 +411,7 @@ weights, ESS/M, PSIS k̂, the KL estimates. Step 1 is left out: there the adapte
 A check lies more than 2 SE above 1 by chance with probability {P_ABOVE_2SE:.3f} when the weights are exact. The chances above treat the checks
 as independent and each mean as normal (with p/q skewed right, a mean more than 2 SE above 1 is, if anything, rarer than that).
 
-{below_md(tr, ho, rv)}{dt_md}{tw_md}## Training draws (mean p/q ± SE; log p − log q: mean and sd)
+{below_md(tr, ho, rv)}{_dtype_md(dchk, dt_src)}{_twins_md(tw)}## Training draws (mean p/q ± SE; log p − log q: mean and sd)
 
 | arm | steps | draws | mean p/q | mean log | sd log |
 |---|---|---|---|---|---|
@@ -394,20 +426,10 @@ as independent and each mean as normal (with p/q skewed right, a mean more than 
 The mean grows with completion length (`by_length.csv`, chart `by_length.svg`); in bf16 the noise adds up token by token, but a
 trained proposal's p/q also rises with length when the weights are exact (see the fp32 run above), so this table alone does not separate the two.
 
-{rv_md}## Where the noise comes from: bf16 scoring, measured
-{"Not measured yet (run with --rescore)." if rs is None else f'''{rs_src['n'] if rs_src else ''} of the base arm's held-out draws (`{rs_src['file'] if rs_src else ''}`, token ids kept in the runs, not published) rescored on this CPU with
-the embedded model in fp32 and in bf16, beside the log p the H200 stored (bf16):
+{_reverse_md(ho, rv, rby)}## Where the noise comes from: bf16 scoring, measured
+{_rescore_md(rs, rs_src, dchk)}
 
-| difference | draws | mean | sd | sd by length (tokens) | exp(var/2) |
-|---|---|---|---|---|---|
-{chr(10).join(rl)}
-
-A bf16 scoring of one sequence is off by about half a nat (more for long ones). The likely reading: log p and log q come
-from two bf16 passes (adapter off, adapter on). At step 1 their rounding errors cancel exactly; once the adapter moves,
-they no longer do. The sampler's own bf16 distribution also differs from the scorer's (the runs' `logprob_gap_mean`,
-about 0.03 nats a token). Noise of this size matches the inflation above{"; the fp32 run above confirms it." if dtype_verdict(dchk) and dtype_verdict(dchk).startswith("bf16") else "."}'''}
-
-{id_md}What would fix it: one precision and one path for the density the draws come from and the density in the weight.
+{_cpu_identity_md(ident, id_src)}What would fix it: one precision and one path for the density the draws come from and the density in the weight.
 For a 135M model that means sampling and scoring in fp32, where the check's tolerance is 1e-3 nats a token{" (measured above: it reads 1, at about 20% more time a step)" if dchk else ""}. Then this
 check should read 1 within its SE{fp32_md}. Treat the bf16 arms' absolute IS quantities (Ẑ, log-Z bounds, KL, EB coverage) as biased
 upward by the factors above. Self-normalised ratios (wacc) partly cancel a common factor, but not a length-dependent one.
