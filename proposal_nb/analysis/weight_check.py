@@ -526,24 +526,55 @@ def _loop_1p5b(bench:Path|None=None)->float:
     f = bench or published_root() / "h200_loop_1p5b" / "bench.json"
     return json.loads(Path(f).read_text())["sizes"]["1.5b"]["loop_compiled"]["per_sample_total_s"]
 
-# %% ../../nbs/37a_weight_check.ipynb #e038
-def exact_report(run_dir:Path, # an exact-weights run folder (summary.json, draws.parquet, old_log.parquet, ...)
-                 loop_bench:Path|None=None, # the 1.5B loop's bench.json (default: the published h200_loop_1p5b)
-                ):
-    "windows.csv, reverse.csv, identity.svg and README.md of a published run folder."
-    import altair as alt, vl_convert as vlc
-    s = json.loads((run_dir / "summary.json").read_text()); r = s["result"]
-    modes = json.loads((run_dir / "scoring_modes.json").read_text()) if (run_dir / "scoring_modes.json").exists() else None
-    win = exact_windows(run_dir); win.to_csv(run_dir / "windows.csv", index=False)
-    rev = pd.DataFrame(r["reverse"]); rev.to_csv(run_dir / "reverse.csv", index=False)
+# %% ../../nbs/37a_weight_check.ipynb #e038a
+def _identity_chart(win:pd.DataFrame):
+    "identity.svg: each window's E_q[p/q] ± 2 SE, by the density in the weight, against the line at 1."
+    import altair as alt
     base = alt.Chart(win.assign(lo=win["mean"] - 2 * win.se, hi=win["mean"] + 2 * win.se))
     x = alt.X("last_step:Q", title="training step (end of a 25-step window)")
     pts = base.mark_point(filled=True, size=60).encode(x, alt.Y("mean:Q", title="E_q[p/q] over the window (± 2 SE)", scale=alt.Scale(zero=False)),
                                                        alt.Color("q:N", title="q in the weight"), tooltip=["steps", "q", "mean", "se", "draws"])
     bars = base.mark_rule().encode(x, alt.Y("lo:Q"), alt.Y2("hi:Q"), alt.Color("q:N"))
     one = alt.Chart(pd.DataFrame(dict(y=[1.0]))).mark_rule(strokeDash=[4, 4], color="black").encode(y="y:Q")
-    chart = (bars + pts + one).properties(width=560, height=280, title="bf16 IGUANA on the H200: the identity E_q[p/q] = 1, by the density in the weight")
-    (run_dir / "identity.svg").write_text(vlc.vegalite_to_svg(chart.to_json()))
+    return (bars + pts + one).properties(width=560, height=280, title="bf16 IGUANA on the H200: the identity E_q[p/q] = 1, by the density in the weight")
+
+def _modes_lines(modes:dict)->list[str]:
+    "The README's table of the random-init shapes' scoring modes (scoring_modes.json)."
+    lines = ["", "Random-init shapes in bf16 (scoring_modes.json: 80 sequences of 40–256 random tokens after 120 prompt tokens), "
+             "one prior pass's seconds and largest spread:", "", "| shape | parameters | mode | seconds | largest spread |", "|---|---|---|---|---|"]
+    for n, x in modes["shapes"].items():
+        lines += [f"| {n} | {x['params'] / 1e9:.2f} B | {m} | {v['seconds']:.3f} | {v['spread_max']:.2g} |" for m, v in x["modes"].items()]
+    return lines + ["", "So `models.exact_defaults` picks `fp32_prior` up to 1 B parameters and `fixed_shape` above (FP32_PRIOR_MAX_PARAMS): at 1.5 B "
+                    "the float32 copy's pass is several times the fixed-shape pass, at 135 M it is the faster of the two exact modes."]
+
+def _step_time_lines(r:dict, tv:dict, modes:dict|None, loop_bench:Path|None)->list[str]:
+    "The README's step-time section: the exact run against today's bf16 step in the same process (summary.json: result)."
+    f = lambda x, d=3: f"{x:.{d}f}"
+    return ["", "## Step time (summary.json: result)", "",
+            f"- The whole exact run: {f(r['step_s_mean'], 2)} s a step, **{f(r['per_sample_s'], 4)} s a sample** (steps 2–{r['steps']}; phases "
+            + ", ".join(f"{k.removeprefix('t_')} {v:.2f} s" for k, v in r["phases_s"].items()) + ").",
+            f"- Today's bf16 step (scorer's q, the model's own pass for p) in the same process, steps {tv['steps']}: {f(tv['today_step_s'], 2)} s "
+            f"({tv['today_per_sample_s']:.4f} s a sample); the exact run's same steps: {f(tv['exact_step_s'], 2)} s ({tv['exact_per_sample_s']:.4f} s). "
+            f"Today's steps ran first, so they carry the process's warm-up (their potential phase: {tv['today_phases_s']['t_potential']:.2f} s against "
+            f"{tv['exact_phases_s']['t_potential']:.2f} s); read the pair as 'not slower', not as a speed-up. Its scoring phase alone: "
+            f"{tv['today_phases_s']['t_scoring']:.2f} s today, {tv['exact_phases_s']['t_scoring']:.2f} s exact.",
+            "- Not measured: the Qwen2-1.5B loop with exact weights." + (
+                f" Its prior pass (table above) costs the fixed-shape mode {extra:.3f} s more than the model's own pass per 80 sequences "
+                f"({extra / 80:.4f} s a sequence), {extra / 80 / _loop_1p5b(loop_bench):.1%} of the compiled loop's {_loop_1p5b(loop_bench):.3f} s a sample "
+                "(published/h200_loop_1p5b/bench.json, loop_compiled): an estimate from the pass alone, not a measurement of the loop."
+                if (extra := _extra_fixed(modes)) is not None else "")]
+
+# %% ../../nbs/37a_weight_check.ipynb #e038
+def exact_report(run_dir:Path, # an exact-weights run folder (summary.json, draws.parquet, old_log.parquet, ...)
+                 loop_bench:Path|None=None, # the 1.5B loop's bench.json (default: the published h200_loop_1p5b)
+                ):
+    "windows.csv, reverse.csv, identity.svg and README.md of a published run folder."
+    import vl_convert as vlc
+    s = json.loads((run_dir / "summary.json").read_text()); r = s["result"]
+    modes = json.loads((run_dir / "scoring_modes.json").read_text()) if (run_dir / "scoring_modes.json").exists() else None
+    win = exact_windows(run_dir); win.to_csv(run_dir / "windows.csv", index=False)
+    rev = pd.DataFrame(r["reverse"]); rev.to_csv(run_dir / "reverse.csv", index=False)
+    (run_dir / "identity.svg").write_text(vlc.vegalite_to_svg(_identity_chart(win).to_json()))
     sam, sc = win[win.q.str.startswith("sampler")], win[win.q.str.startswith("scorer")]
     sp = s["spread"]["modes"]; tv = r.get("today_vs_exact") or {}
     f = lambda x, d=3: f"{x:.{d}f}"
@@ -572,26 +603,7 @@ def exact_report(run_dir:Path, # an exact-weights run folder (summary.json, draw
              "| scoring mode | largest spread | mean spread | seconds |", "|---|---|---|---|",
              *[f"| {m} | {v['spread_max']:.2g} | {v['spread_mean']:.2g} | {v['seconds']:.3f} |" for m, v in sp.items()], "",
              f"The mode the defaults pick here, `{s['exact']['scoring']}`, stays under 0.01 nats (target); the model's own bf16 pass does not."]
-    if modes:
-        lines += ["", "Random-init shapes in bf16 (scoring_modes.json: 80 sequences of 40–256 random tokens after 120 prompt tokens), "
-                  "one prior pass's seconds and largest spread:", "", "| shape | parameters | mode | seconds | largest spread |", "|---|---|---|---|---|"]
-        for n, x in modes["shapes"].items():
-            lines += [f"| {n} | {x['params'] / 1e9:.2f} B | {m} | {v['seconds']:.3f} | {v['spread_max']:.2g} |" for m, v in x["modes"].items()]
-        lines += ["", "So `models.exact_defaults` picks `fp32_prior` up to 1 B parameters and `fixed_shape` above (FP32_PRIOR_MAX_PARAMS): at 1.5 B "
-                  "the float32 copy's pass is several times the fixed-shape pass, at 135 M it is the faster of the two exact modes."]
-    if tv:
-        lines += ["", "## Step time (summary.json: result)", "",
-                  f"- The whole exact run: {f(r['step_s_mean'], 2)} s a step, **{f(r['per_sample_s'], 4)} s a sample** (steps 2–{r['steps']}; phases "
-                  + ", ".join(f"{k.removeprefix('t_')} {v:.2f} s" for k, v in r["phases_s"].items()) + ").",
-                  f"- Today's bf16 step (scorer's q, the model's own pass for p) in the same process, steps {tv['steps']}: {f(tv['today_step_s'], 2)} s "
-                  f"({tv['today_per_sample_s']:.4f} s a sample); the exact run's same steps: {f(tv['exact_step_s'], 2)} s ({tv['exact_per_sample_s']:.4f} s). "
-                  f"Today's steps ran first, so they carry the process's warm-up (their potential phase: {tv['today_phases_s']['t_potential']:.2f} s against "
-                  f"{tv['exact_phases_s']['t_potential']:.2f} s); read the pair as 'not slower', not as a speed-up. Its scoring phase alone: "
-                  f"{tv['today_phases_s']['t_scoring']:.2f} s today, {tv['exact_phases_s']['t_scoring']:.2f} s exact.",
-                  "- Not measured: the Qwen2-1.5B loop with exact weights." + (
-                      f" Its prior pass (table above) costs the fixed-shape mode {extra:.3f} s more than the model's own pass per 80 sequences "
-                      f"({extra / 80:.4f} s a sequence), {extra / 80 / _loop_1p5b(loop_bench):.1%} of the compiled loop's {_loop_1p5b(loop_bench):.3f} s a sample "
-                      "(published/h200_loop_1p5b/bench.json, loop_compiled): an estimate from the pass alone, not a measurement of the loop."
-                      if (extra := _extra_fixed(modes)) is not None else "")]
+    if modes: lines += _modes_lines(modes)
+    if tv: lines += _step_time_lines(r, tv, modes, loop_bench)
     (run_dir / "README.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
