@@ -183,7 +183,8 @@ def run(out:Path, gguf:str|None, deadline_s:float, old_steps:int, steps:int, com
     from proposal_nb.lm.generation import row_keys
     from proposal_nb.lm.models import embedded_model_path, prior_copy, exact_defaults
     from proposal_nb.lm.rollouts import prompt_texts
-    from proposal_nb.lm.training import OnlineRun, online_config, WeightIdentityError
+    from proposal_nb.lm.training import OnlineRun, online_config
+    from proposal_nb.lm.identity_guard import WeightIdentityError
     from proposal_nb.programs.potentials import make_potential
     from proposal_nb.programs.sandbox import Executor
     out.mkdir(parents=True, exist_ok=True)

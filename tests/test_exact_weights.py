@@ -12,7 +12,8 @@ import torch
 from proposal_nb.lm.densities import prior_token_logprobs
 from proposal_nb.lm.engines import FastEngine, EngineLogprobsError
 from proposal_nb.lm.models import add_lora, tiny_model
-from proposal_nb.lm.training import OnlineRun, WeightIdentityError, online_config, to_flat
+from proposal_nb.lm.identity_guard import WeightIdentityError
+from proposal_nb.lm.training import OnlineRun, online_config, to_flat
 from proposal_nb.programs.tasks import Task
 
 torch.set_num_threads(2)

@@ -13,7 +13,7 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 from ..estimators import registry as E
-from ..estimators.weights import weight_identity, sampler_logq, identity_sums, window_identity, detectable_inflation, IdentitySums
+from ..estimators.weights import sampler_logq
 from ..programs.tasks import Task
 from ..config import (LoopConfig, DecodingConfig, SCORING_MODES, OnlineConfig, online_config, from_flat, to_flat,
                                 LEGACY, LEGACY_SKIP)
@@ -24,11 +24,12 @@ from .models import model_dtype, exact_defaults, prior_copy
 from ..theory.design import ema_floor
 from ..results import checkpoint_parts
 from .rollouts import PotentialFn, prompt_texts, text_hash, adapter_state, load_adapter_state, resolve_scoring
+from .identity_guard import warn_weights, identity_check, window_warnings, prior_draws, reverse_identity
 
 # %% auto #0
-__all__ = ['EXTENDABLE', 'LEGACY_LOOP', 'TABLES', 'PARTS', 'IDENTITY_FLOOR', 'TIMING', 'step_seed', 'step_prompts',
-           'adam_moment_norm', 'global_field', 'global_visit', 'RunHooks', 'OnlineRun', 'run_table', 'Callback',
-           'SavePoints', 'Evaluate', 'Deadline', 'WeightIdentityError', 'same_run']
+__all__ = ['EXTENDABLE', 'LEGACY_LOOP', 'TABLES', 'PARTS', 'TIMING', 'step_seed', 'step_prompts', 'adam_moment_norm',
+           'global_field', 'global_visit', 'RunHooks', 'OnlineRun', 'run_table', 'Callback', 'SavePoints', 'Evaluate',
+           'Deadline', 'same_run']
 
 # %% ../../nbs/27_training.ipynb #c013
 def step_seed(seed:int, step:int, salt:str)->int:
@@ -568,129 +569,8 @@ def _train(self:OnlineRun, progress:bool=True, stop_after:int|None=None, callbac
 OnlineRun.train = _train
 
 # %% ../../nbs/27_training.ipynb #c025x
-def _warn_weights(self:OnlineRun, z_max:float=4.0, min_draws:int=200):
-    "Warn when the run's draws fail E_q[p/q] ≤ 1 (`weight_identity`): weighed numbers would be biased upward (e.g. bf16 scoring)."
-    if len(self.draws) < min_draws: return None
-    d = pd.DataFrame(self.draws, columns=["logp", "logq"])
-    wi = weight_identity((d.logp - d.logq).to_numpy())
-    if wi.fails(z_max):
-        dtype = model_dtype(self.model)
-        warnings.warn(f"importance weights fail E_q[p/q] <= 1: mean p/q {wi.mean:.3f} ± {wi.se:.3f} over {wi.n:,} draws ({wi.z():.1f} SE above 1), "
-                      f"model in {dtype}; every number weighed by p/q is biased upward (float32 sampling and scoring removes bf16's noise)",
-                      stacklevel=2)
-    return wi
-
-OnlineRun.warn_weights = _warn_weights
-
-# %% ../../nbs/27_training.ipynb #c025z
-IDENTITY_FLOOR = 1e-3   # a window's mean within this of 1 is never out: float rounding of exact densities, seen with an SE of 1e-7 when q ≈ p
-
-class WeightIdentityError(RuntimeError):
-    "The run's weights fail E_q[p/q] = 1 (or E_p[q/p] = 1) two windows (checkpoints) in a row."
-
-def _sums(row:dict)->IdentitySums|None:
-    k = ("pq_n", "pq_s1", "pq_s2", "pq_nfin", "pq_l1", "pq_l2")
-    return IdentitySums(*(row[x] for x in k)) if all(x in row for x in k) else None
-
-def _advice(self:OnlineRun)->str:
-    "What to change when the identity fails."
-    L, low = self.cfg.loop, self.dtype not in (torch.float32, torch.float64)
-    if L.weights == "scorer" and low: return "weigh with the sampler's own log-probs (loop.weights='sampler')"
-    if self.scoring == "model" and low: return "score log p reproducibly (loop.scoring='fp32_prior' or 'fixed_shape')"
-    return ("check that the engine reports the log-probs it sampled with (a stale adapter or another decoding config), "
-            "or train in float32 (load_model(dtype='float32'))")
-
-def _identity_check(self:OnlineRun, row:dict, log_ratio:np.ndarray):
-    "Add the step's identity sums and the window's E_q[p/q] to `row`; at a window's end, mark it and stop after two marked windows in a row."
-    L = self.cfg.loop; W = int(L.identity_window)
-    s = identity_sums(log_ratio)
-    row.update(pq_n=s.n, pq_s1=s.s1, pq_s2=s.s2, pq_nfin=s.n_fin, pq_l1=s.l1, pq_l2=s.l2)
-    recent = [r for r in self.log[len(self.log) - (W - 1):] if _sums(r) is not None] if W > 1 else []
-    win = window_identity([_sums(r) for r in recent] + [s])
-    row.update(pq_window_mean=win.mean, pq_window_se=win.se, pq_window_z=win.z(),
-               pq_window_detectable=detectable_inflation(win.se, L.identity_z)[0] if math.isfinite(win.se) else math.nan, pq_window_out=math.nan)
-    if self.step % W: return
-    out = not abs(win.mean - 1) <= max(L.identity_z * win.se, IDENTITY_FLOOR)   # NaN and inf are out
-    row["pq_window_out"] = float(out)
-    self.window_warnings(recent + [row], self.step - W + 1)
-    prev = self.log[-W].get("pq_window_out", math.nan) if len(self.log) >= W else math.nan
-    if out and prev == 1.0 and L.identity_stop:
-        p = self.log[-W]
-        self.log.append(row)
-        if self.is_main: self.append_tables()                             # train() compacts as the error passes
-        raise WeightIdentityError(
-            f"step {self.step}: E_q[p/q] = {win.mean:.3f} ± {win.se:.3f} over steps {self.step - W + 1}-{self.step} and "
-            f"{p['pq_window_mean']:.3f} ± {p['pq_window_se']:.3f} over steps {self.step - 2 * W + 1}-{self.step - W}: outside "
-            f"[1 - {L.identity_z:g} SE, 1 + {L.identity_z:g} SE] two windows in a row, so the importance weights are not exact "
-            f"(model dtype {model_dtype(self.model)}, weights '{L.weights}', scoring '{self.scoring}', engine '{self.engine.name}'). "
-            f"To change: {_advice(self)}. loop.identity_stop=False logs the check without stopping")
-
-def _window_warnings(self:OnlineRun, rows:list[dict], first:int):
-    "Warn (console and warnings.txt) when a window's validity stays at 0 or every weight is 0: a run that cannot learn says so."
-    if not self.is_main or not rows: return
-    last = first + len(rows) - 1
-    msg = None
-    if all(r.get("validity", 1) == 0 for r in rows):
-        msg = (f"steps {first}-{last}: validity 0 in every step ({sum(r.get('n_samples', 0) for r in rows):,} draws, none valid): "
-               "every weight is 0 and the run cannot learn; check the potential, the prompts or the completion cap")
-    elif all(r.get("positive_weights", 1) == 0 for r in rows):
-        msg = (f"steps {first}-{last}: every importance weight is 0 (valid draws all have p = 0, e.g. outside a truncated prior's kept set): "
-               "the run cannot learn")
-    if msg:
-        with open(self.dir / "warnings.txt", "a") as f: f.write(msg + "\n")
-        warnings.warn(msg, RuntimeWarning, stacklevel=3)
-
-OnlineRun.identity_check, OnlineRun.window_warnings = _identity_check, _window_warnings
-
-# %% ../../nbs/27_training.ipynb #c025zz
-def _prior_draws(self:OnlineRun)->pd.DataFrame:
-    "The prior's draws of the held-out prompts (made once, kept in reverse_draws.parquet), weighed with their sampler's own log-probs."
-    f = self.dir / "reverse_draws.parquet"
-    if f.exists(): return pd.read_parquet(f)
-    if not self.heldout: raise ValueError("the reverse check needs held-out prompts: OnlineRun(..., heldout=tasks)")
-    L, n = self.cfg.loop, self.cfg.loop.reverse_draws
-    keys = torch.tensor([row_keys(L.seed, "reverse", t.id, k) for t in self.heldout for k in range(n)], dtype=torch.long)
-    if self.prior_model is not None:                                     # the float32 prior draws itself
-        eng = make_engine("hf" if L.engine == "vllm" else L.engine, self.prior_model, self.tok, rows=min(len(keys), L.prompts_per_step * L.M),
-                          max_prompt_len=max(map(len, self.heldout_ids)), max_new_tokens=L.max_new_tokens, config=self.prior_cfg, batch_size=L.gen_batch)
-        gens = eng.generate(self.heldout_ids, n, keys); del eng
-    else:
-        if not self.prior_cfg.is_plain: raise ValueError(f"the reverse check draws from the prior {self.prior_cfg} with the training engine: use scoring 'fp32_prior'")
-        with self.model.disable_adapter():
-            self.engine.refresh(); gens = self.engine.generate(self.heldout_ids, n, keys)
-        self.engine.refresh()
-    flat = [g for d in gens for g in d]
-    P, C = [g.prompt_ids for g in flat], [g.token_ids for g in flat]
-    d = pd.DataFrame(dict(prompt_id=[t.id for t in self.heldout for _ in range(n)], draw=[k for _ in self.heldout for k in range(n)],
-                          prompt_ids=P, token_ids=C, logp=[math.fsum(x) for x in own_logprobs(flat, "prior sampler")],
-                          logp_prior=self.score_prior(P, C).sum(-1).cpu().numpy(), length=[len(c) for c in C]))
-    if self.is_main: d.to_parquet(f)
-    return d
-
-def _reverse_identity(self:OnlineRun)->dict:
-    "E_p[q/p] on the prior's held-out draws under the current adapter, q being the weights' density; logged, and two failures in a row stop the run."
-    L, d = self.cfg.loop, self.prior_draws()
-    P, C = list(map(list, d.prompt_ids)), list(map(list, d.token_ids))
-    own = L.weights == "sampler" and getattr(self.engine, "own_density", False)
-    t0 = time.perf_counter()
-    if own: lq = np.array([math.fsum(x) for x in self.engine.logprobs(P, C)])
-    else:
-        with torch.no_grad(), self.scoring_weights(): lq = score_tokens(self.model, P, C, prior=False, batch_size=L.score_batch, prefix=self.prefix_scoring)[0].sum(-1).double().cpu().numpy()
-    wi = weight_identity(lq - d.logp.to_numpy())
-    out = not abs(wi.mean - 1) <= max(L.identity_z * wi.se, IDENTITY_FLOOR)
-    rec = dict(step=self.step, n=wi.n, mean=wi.mean, se=wi.se, z=wi.z(), out=bool(out), q="sampler" if own else "scorer",
-               mean_p_sampler_minus_prior=float((d.logp - d.logp_prior).mean()), seconds=time.perf_counter() - t0)
-    self.reverse.append(rec)
-    if self.is_main: (self.dir / "reverse.jsonl").write_text("".join(json.dumps(r) + "\n" for r in self.reverse))
-    if out and len(self.reverse) >= 2 and self.reverse[-2]["out"] and L.identity_stop:
-        p = self.reverse[-2]
-        raise WeightIdentityError(f"step {self.step}: the reverse identity E_p[q/p] = {wi.mean:.3f} ± {wi.se:.3f} on {wi.n:,} held-out draws from the prior, "
-                                  f"and {p['mean']:.3f} ± {p['se']:.3f} at step {p['step']}: outside [1 - {L.identity_z:g} SE, 1 + {L.identity_z:g} SE] "
-                                  f"at two checkpoints in a row (model dtype {model_dtype(self.model)}, weights '{L.weights}', scoring '{self.scoring}', "
-                                  f"engine '{self.engine.name}'). To change: {_advice(self)}")
-    return rec
-
-OnlineRun.prior_draws, OnlineRun.reverse_identity = _prior_draws, _reverse_identity
+OnlineRun.warn_weights, OnlineRun.identity_check, OnlineRun.window_warnings = warn_weights, identity_check, window_warnings
+OnlineRun.prior_draws, OnlineRun.reverse_identity = prior_draws, reverse_identity
 
 # %% ../../nbs/27_training.ipynb #c025b
 @torch.no_grad()

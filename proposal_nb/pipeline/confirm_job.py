@@ -132,7 +132,8 @@ def train(name:str, runs:Path, model_path:str, deadline_s:float, overrides:dict|
     "One job's share of a run: train (resumed), evaluate at its last step, append a ledger line."
     import torch
     from proposal_nb.lm.models import add_lora, load_model, model_dtype
-    from proposal_nb.lm.training import Deadline, Evaluate, OnlineRun, SavePoints, WeightIdentityError
+    from proposal_nb.lm.training import Deadline, Evaluate, OnlineRun, SavePoints
+    from proposal_nb.lm.identity_guard import WeightIdentityError
     from proposal_nb.programs.potentials import make_potential
     from proposal_nb.programs.sandbox import Executor
     t0, cfg, run_dir = time.time(), arm_config(name, overrides, design), Path(runs) / name
