@@ -14,9 +14,9 @@ from ..config import DecodingConfig, SCORING_MODES
 
 
 # %% auto #0
-__all__ = ['pack', 'seen_masks', 'completion_logits', 'completion_token_logprobs', 'completion_logprobs', 'enumerate_completions',
-           'score_pq', 'pack_rows', 'packed_token_logprobs', 'prefix_token_logprobs', 'score_tokens',
-           'fixed_shape_token_logprobs', 'prior_token_logprobs']
+__all__ = ['HEAD_TOKENS', 'pack', 'seen_masks', 'completion_logits', 'completion_token_logprobs', 'completion_logprobs',
+           'enumerate_completions', 'score_pq', 'pack_rows', 'packed_token_logprobs', 'prefix_token_logprobs',
+           'score_tokens', 'fixed_shape_token_logprobs', 'prior_token_logprobs']
 
 # %% ../../nbs/24_densities.ipynb #c015
 def _as_lists(ids)->list[list[int]]:
@@ -186,13 +186,16 @@ def pack_rows(lengths:Sequence[int], # tokens of each sequence
         else: rows[j].append(i); room[j] -= lengths[i]
     return rows
 
+HEAD_TOKENS = 32_768   # the LM head's tokens a pass: 6.4 GB of float32 logits at a 49k vocabulary
+
 def packed_token_logprobs(model, # a causal LM or PeftModel (grad flows if enabled)
                           prompt_ids:Sequence[Sequence[int]], # token ids of each prompt
                           completion_ids:Sequence[Sequence[int]], # token ids of each completion (≥ 1 token)
                           pad_id:int=0, # filler at the end of rows
                           capacity:int|None=None, # tokens per packed row; None: the longest sequence
+                          head_tokens:int=HEAD_TOKENS, # completion tokens per pass of the LM head (its float32 logits: head_tokens x vocabulary)
                          )->tuple[torch.Tensor, torch.Tensor]: # ([N, T] float32 log-probs, 0 past each end; [N, T] mask)
-    "Per-token log p(y_t | x, y_<t) of each completion, sequences packed into rows."
+    "Per-token log p(y_t | x, y_<t) of each completion, sequences packed into rows; the LM head `head_tokens` tokens at a time."
     P, C = _scored_pairs(prompt_ids, completion_ids)
     dev = _device(model)
     seq = [p + c[:-1] for p, c in zip(P, C)]
@@ -212,7 +215,9 @@ def packed_token_logprobs(model, # a causal LM or PeftModel (grad flows if enabl
     h = base.model(input_ids=ids.to(dev), position_ids=pos.to(dev), use_cache=False).last_hidden_state
     h = h[torch.tensor(r_idx, device=dev), torch.tensor(c_idx, device=dev)]
     tgt = torch.tensor([C[i][t] for i, t in zip(owner, t_idx)], device=dev)
-    lp = -F.cross_entropy(base.get_output_embeddings()(h).float(), tgt, reduction="none")
+    head = base.get_output_embeddings()
+    lp = torch.cat([-F.cross_entropy(head(h[s:s + head_tokens]).float(), tgt[s:s + head_tokens], reduction="none")
+                    for s in range(0, len(tgt), head_tokens)])
     T = max(len(c) for c in C)
     out = torch.zeros(len(C), T, device=dev, dtype=lp.dtype).index_put((torch.tensor(owner, device=dev), torch.tensor(t_idx, device=dev)), lp)
     mask = torch.arange(T, device=dev)[None] < torch.tensor([len(c) for c in C], device=dev)[:, None]
