@@ -12,7 +12,7 @@ import torch
 from tqdm.auto import tqdm
 from ..estimators import registry as E
 from .densities import completion_token_logprobs
-from .rollouts import adapter_state, load_adapter_state
+from .rollouts import adapter_state, load_adapter_state, load_checkpoint
 from .training import adam_moment_norm
 
 # %% auto #0
@@ -103,7 +103,7 @@ def _bc_resume(out:Path, model, opt, c:OfflineConfig)->list:
     ck = sorted((p for p in (out / "checkpoints").glob("step-*") if not p.name.endswith(".tmp") and (p / "trainer.pt").exists()),
                 key=lambda p: int(p.name.split("-")[1]))
     if not ck: return []
-    s = torch.load(ck[-1] / "trainer.pt", weights_only=False)
+    s = load_checkpoint(ck[-1] / "trainer.pt")
     if s["config"] != asdict(c): raise ValueError(f"{out} holds a filtered-BC run with another config: {s['config']}, not {asdict(c)}")
     mine = adapter_state(model)
     if set(mine) != set(s["adapter"]) or any(mine[n].shape != s["adapter"][n].shape for n in mine):

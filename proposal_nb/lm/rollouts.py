@@ -18,8 +18,8 @@ from .densities import DecodingConfig, completion_logprobs, score_pq, prior_toke
 
 # %% auto #0
 __all__ = ['PotentialFn', 'prompt_texts', 'text_hash', 'grade', 'keyed_generations', 'base_rollouts', 'load_adapter_state',
-           'adapter_state', 'prior_logps', 'resolve_scoring', 'evaluation_draws', 'prior_table', 'load_task_source',
-           'load_adapter_folder']
+           'adapter_state', 'load_checkpoint', 'prior_logps', 'resolve_scoring', 'evaluation_draws', 'prior_table',
+           'load_task_source', 'load_adapter_folder']
 
 # %% ../../nbs/26_rollouts.ipynb #c005
 PotentialFn = Callable[[Sequence[Task], Sequence[str]], np.ndarray]
@@ -124,6 +124,12 @@ def adapter_state(model, # a PeftModel
     "A detached copy of a PeftModel's adapter weights."
     from peft import get_peft_model_state_dict
     return {k: v.detach().clone() for k, v in get_peft_model_state_dict(model).items()}
+
+# %% ../../nbs/26_rollouts.ipynb #c012ck1
+def load_checkpoint(f:Path, # a checkpoint's trainer.pt
+                   )->dict:
+    "A checkpoint's saved state; on a machine without CUDA a GPU run's tensors load onto the CPU."
+    return torch.load(f, weights_only=False, map_location=None if torch.cuda.is_available() else "cpu")
 
 # %% ../../nbs/26_rollouts.ipynb #c012a2
 def _prior_density(model, # a PeftModel (scored with its adapter off)

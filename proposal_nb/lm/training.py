@@ -23,7 +23,7 @@ from .engines import make_engine, check_weights, own_logprobs
 from .models import model_dtype, exact_defaults, prior_copy
 from ..theory.design import ema_floor
 from ..results import checkpoint_parts
-from .rollouts import PotentialFn, prompt_texts, text_hash, adapter_state, load_adapter_state, resolve_scoring
+from .rollouts import PotentialFn, prompt_texts, text_hash, adapter_state, load_adapter_state, load_checkpoint, resolve_scoring
 from .identity_guard import warn_weights, identity_check, window_warnings, prior_draws, reverse_identity
 
 # %% auto #0
@@ -214,7 +214,7 @@ def _load_latest(self:OnlineRun)->bool:
     "Restore the newest complete checkpoint; False when there is none."
     ck = [d for d in self.checkpoint_dirs() if (d / "trainer.pt").exists()]
     if not ck: return False
-    s = torch.load(ck[-1] / "trainer.pt", weights_only=False)
+    s = load_checkpoint(ck[-1] / "trainer.pt")
     saved = s.get("exact") or dict(LEGACY_LOOP, dtype=None) | {k: s["config"].get("loop", {}).get(k) for k in LEGACY_LOOP if k in s["config"].get("loop", {})}
     _refuse_other_density(ck[-1], saved, self.exact_settings())
     diff = _config_diff(self.cfg.to_dict(), s["config"])
@@ -616,8 +616,8 @@ TIMING = ("t_generation", "t_potential", "t_scoring", "t_update")
 
 def same_run(a:Path, b:Path, step:int)->bool:
     "True when two run folders hold identical adapters at `step`, identical logs (timings aside) and identical draws (where both have a draws.parquet)."
-    sa = torch.load(Path(a) / f"checkpoints/step-{step}/trainer.pt", weights_only=False)
-    sb = torch.load(Path(b) / f"checkpoints/step-{step}/trainer.pt", weights_only=False)
+    sa = load_checkpoint(Path(a) / f"checkpoints/step-{step}/trainer.pt")
+    sb = load_checkpoint(Path(b) / f"checkpoints/step-{step}/trainer.pt")
     same_w = all(torch.equal(sa["adapter"][k], sb["adapter"][k]) for k in sa["adapter"]) and sa["adapter"].keys() == sb["adapter"].keys()
     la, lb = (pd.read_parquet(Path(x) / "log.parquet").drop(columns=list(TIMING)) for x in (a, b))
     both = all((Path(x) / "draws.parquet").exists() for x in (a, b))
