@@ -28,10 +28,12 @@ chained through GPU jobs of at most 10 minutes with exact resume.
     python scripts/campaign.py eval-card-fp32 RUNS           # bc_card's fitted adapter evaluated in fp32 (needs base_card_fp32, base_fp32)
     python scripts/campaign.py train iguana_fp32 RUNS ...    # (and iguana_kl, msc, rb_msc, msc_m2 _fp32) a bf16 arm's settings in fp32
 
-The code is proposal_nb.pipeline.campaign_job (nbs/39f_campaign_job.ipynb), where each piece is explained; the card
+The code is proposal_nb.pipeline.campaign_job (nbs/39f_campaign_job.ipynb), where each piece is explained; the report and
+the plans (report, calibration-plan, plan-strict, plan-fp32) are proposal_nb.pipeline.campaign_report (nbs/39i_campaign_report.ipynb),
+the command line proposal_nb.pipeline.campaign_cli (nbs/39j_campaign_cli.ipynb); the card
 sampler's arms (plan-card, base-card, rollouts-card, train-bc bc_card, report-card, card-waste, base-card-fp32, eval-card-fp32)
 are proposal_nb.pipeline.card_job (nbs/39h_card_job.ipynb)."""
-from proposal_nb.pipeline.campaign_job import main
+from proposal_nb.pipeline.campaign_cli import main
 
 if __name__ == "__main__":
     main()

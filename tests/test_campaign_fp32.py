@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from test_campaign_strict import BEFORE, C, ROOT, flat, tiny_path   # noqa: F401 (tiny_path is a fixture)
+from proposal_nb.pipeline import campaign_cli
+from test_campaign_strict import BEFORE, C, R, ROOT, flat, tiny_path   # noqa: F401 (tiny_path is a fixture)
 
 
 def test_fp32_arms_copy_their_bf16_arm():
@@ -29,10 +30,10 @@ def fp32_runs(tmp_path_factory, tiny_path):
         for k, v in dict(R=1, M=3, batch_size=8).items(): mp.setitem(C.EVAL, k, v)
         mp.setitem(C.SHARED, "max_new_tokens", 8)
         mp.setattr(models, "load_model", lambda path, dtype=None, **kw: asked.append(dtype) or real(path, dtype=dtype, **kw))
-        C.main(["base", str(runs), "--model", tiny_path])
-        C.main(["base-fp32", str(runs), "--model", tiny_path])
+        campaign_cli.main(["base", str(runs), "--model", tiny_path])
+        campaign_cli.main(["base-fp32", str(runs), "--model", tiny_path])
         for arm in ("iguana", "iguana_fp32"):
-            C.main(["train", arm, str(runs), "--model", tiny_path, "--deadline-s", "1e9",
+            campaign_cli.main(["train", arm, str(runs), "--model", tiny_path, "--deadline-s", "1e9",
                     *(f"--set={k}={v}" for k, v in dict(M=2, prompts_per_step=2, max_new_tokens=8, steps=2).items())])
     return runs, asked
 
@@ -49,7 +50,7 @@ def test_report_keeps_the_fp32_evaluation_apart(fp32_runs, tmp_path):
     import pandas as pd
     from proposal_nb.results import read_table
     runs, _ = fp32_runs
-    C.report(runs, tmp_path, n_boot=50)
+    R.report(runs, tmp_path, n_boot=50)
     cfg = {k: json.loads((tmp_path / k / "config.json").read_text()) for k in ("campaign_eval", "campaign_fp32_eval", "campaign_iguana_fp32")}
     assert cfg["campaign_eval"]["checkpoints"] == ["base", "iguana-step-1", "iguana-step-2"]
     assert cfg["campaign_fp32_eval"]["checkpoints"] == ["base_fp32", "iguana_fp32-step-1", "iguana_fp32-step-2"]
@@ -69,7 +70,7 @@ def test_analysis_reads_the_fp32_side_against_base_fp32(fp32_runs, tmp_path, mon
     from proposal_nb.results import read_json
     import proposal_nb.analysis.campaign as ca
     runs, _ = fp32_runs
-    C.report(runs, tmp_path, n_boot=50)
+    R.report(runs, tmp_path, n_boot=50)
     shutil.copytree(ROOT / "published" / ca.ZX, tmp_path / ca.ZX)
     monkeypatch.setattr(ca, "WINDOW", 2); monkeypatch.setattr(ca, "WINDOW_M", 2)   # one training window: the 2 steps
     ca.run_analyses(tmp_path, n_boot=50)
@@ -89,11 +90,11 @@ def test_plan_fp32_needs_a_check_that_calls_for_it(tmp_path):
     from proposal_nb.results import write_json
     check = {dt: dict(n=1920, mean_ratio=m, se=se, z=(m - 1) / se, sd_log=0.5) for dt, m, se in (("bfloat16", 1.24, 0.035), ("float32", 1.015, 0.015))}
     write_json(tmp_path / "wc", "summary", dict(dtype_check=check, dtype_verdict="bf16 inflates p/q and fp32 reads 1: re-run"))
-    doc = C.plan_fp32(tmp_path / "plan", tmp_path / "wc")
+    doc = R.plan_fp32(tmp_path / "plan", tmp_path / "wc")
     assert set(doc["arms"]) == set(C.FP32_ARMS) and doc["arms"]["iguana_fp32"]["checkpoints"] == [4, 16, 63, 250]
     assert doc["arms"]["msc_m2_fp32"]["checkpoints"] == [6, 35, 210, 1250] and doc["why"]["check"]["float32"]["mean_ratio"] == 1.015
     assert doc["card"]["arm"] == "bc_card_fp32" and doc["card"]["references"] == ["base_card_fp32", "base_fp32"]
     assert json.loads((tmp_path / "plan" / "campaign_fp32.json").read_text()) == json.loads(json.dumps(doc))   # tuples read back as lists
     for verdict in ("both read 1 within 2 SE: ...", None):
         write_json(tmp_path / "wc", "summary", dict(dtype_check=check, dtype_verdict=verdict))
-        with pytest.raises(SystemExit, match="does not call for fp32"): C.plan_fp32(tmp_path / "plan", tmp_path / "wc")
+        with pytest.raises(SystemExit, match="does not call for fp32"): R.plan_fp32(tmp_path / "plan", tmp_path / "wc")

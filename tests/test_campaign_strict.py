@@ -1,4 +1,4 @@
-"""The strict pair of the campaign (proposal_nb.pipeline.campaign_job) (MISSION finding 3) on CPU with a tiny random model: the arms copy iguana / iguana_kl
+"""The strict pair of the campaign (proposal_nb.pipeline.campaign_job, its report campaign_report) (MISSION finding 3) on CPU with a tiny random model: the arms copy iguana / iguana_kl
 with r = strict and mu0 = 0.16 (the existing arms untouched), train and evaluate with strict, base_strict regrades the base
 arm's own held-out draws with strict exactly, and the report writes their evaluation apart from campaign_eval."""
 import json, math
@@ -12,6 +12,7 @@ pytestmark = pytest.mark.xdist_group("campaign_strict")   # one worker: its modu
 
 ROOT = Path(__file__).resolve().parents[1]
 from proposal_nb.pipeline import campaign_job as C  # noqa: E402
+from proposal_nb.pipeline import campaign_report as R  # noqa: E402
 
 # arm_config(arm).to_dict() of every existing arm before the strict pair was added (commit dc7886c), flattened;
 # estimator.clip_floor and estimator.ceiling were added to the saved layout later (one schema: IguanaConfig's fields, the values it always ran with)
@@ -53,7 +54,7 @@ def test_strict_arms_copy_iguana_with_strict_and_mu0():
 
 
 def test_mu0_is_the_mean_strict_z_of_the_training_prompts():
-    "Recomputed here from the z_table (not via campaign.strict_zcounts), then compared with it and with STRICT['mu0']."
+    "Recomputed here from the z_table (not via campaign_report.strict_zcounts), then compared with it and with STRICT['mu0']."
     z = pd.read_csv(ROOT / "published" / "h200_z_embedded" / "z_table.csv")
     ids = [t.id for t in C._tasks()[0]]
     s = z[z.potential == "strict"].set_index("prompt_id").loc[ids]
@@ -61,7 +62,7 @@ def test_mu0_is_the_mean_strict_z_of_the_training_prompts():
     assert s.n_valid.sum() / s.n.sum() == pytest.approx(s.Z.mean(), abs=1e-12)     # 20 draws each: the pooled rate is the mean
     assert round(s.Z.mean(), 4) == 0.1593 and round(s.Z.mean(), 2) == C.STRICT["mu0"] == 0.16
     assert ((s.Z <= 0.1).sum(), (s.Z == 0).sum()) == (35, 19)
-    got = C.strict_zcounts()["by_potential"]
+    got = R.strict_zcounts()["by_potential"]
     assert (got["strict"]["hard"], got["strict"]["zero"], got["strict"]["mean_Z"]) == (35, 19, 0.1593)
     assert got["no_error"]["hard"] == 0 and round(got["no_error"]["mean_Z"], 2) == C.SHARED["mu0"]   # why no_error cannot test (3)
 
@@ -219,7 +220,7 @@ def test_strict_arms_train_and_evaluate_with_strict(strict_runs):
 def test_report_keeps_the_strict_evaluation_apart(strict_runs, tmp_path):
     from proposal_nb.results import read_table
     runs, _ = strict_runs
-    C.report(runs, tmp_path, n_boot=50)
+    R.report(runs, tmp_path, n_boot=50)
     cfg = {k: json.loads((tmp_path / k / "config.json").read_text()) for k in ("campaign_eval", "campaign_strict_eval")}
     assert cfg["campaign_eval"]["checkpoints"] == ["base", "iguana-step-1", "iguana-step-2"]
     assert cfg["campaign_strict_eval"]["checkpoints"] == ["base_strict", "iguana_strict-step-1", "iguana_strict-step-2",
@@ -241,7 +242,7 @@ def test_report_keeps_the_strict_evaluation_apart(strict_runs, tmp_path):
     for arm in ("iguana", *C.STRICT_ARMS):
         c = json.loads((tmp_path / f"campaign_{arm}" / "config.json").read_text())
         assert c["status"] == "complete" and c["potential"] == C.train_potential(arm)
-        assert c["user_command"] == (C.STRICT_COMMAND if arm in C.STRICT_ARMS else C.USER_COMMAND)
+        assert c["user_command"] == (C.STRICT_COMMAND if arm in C.STRICT_ARMS else R.USER_COMMAND)
         assert {"gpu_minutes", "machine", "commit"} <= set(c) and len(read_table(tmp_path / f"campaign_{arm}", "draws")) == 2 * 2 * 2
 
 
@@ -250,11 +251,11 @@ def test_report_counts_the_weight_check_runs_as_gpu_sharers(strict_runs, tmp_pat
     # so an arm's attributed minutes fall when one ran over the same seconds (here: a copy of iguana's last job)
     import shutil
     runs = shutil.copytree(strict_runs[0], tmp_path / "runs")
-    C.report(runs, tmp_path / "plain", n_boot=50)
+    R.report(runs, tmp_path / "plain", n_boot=50)
     job = json.loads((runs / "iguana" / "ledger.jsonl").read_text().splitlines()[-1])
     (runs / "weight_check" / "float32" / "iguana").mkdir(parents=True)
     (runs / "weight_check" / "float32" / "iguana" / "ledger.jsonl").write_text(json.dumps(job) + "\n")
-    C.report(runs, tmp_path / "shared", n_boot=50)
+    R.report(runs, tmp_path / "shared", n_boot=50)
     m = {k: json.loads((tmp_path / k / "campaign_eval" / "config.json").read_text())["gpu_minutes"] for k in ("plain", "shared")}
     assert "weight_check_float32" in m["shared"] and "weight_check_float32" not in m["plain"]
     assert m["shared"]["iguana"]["wall"] == m["plain"]["iguana"]["wall"]

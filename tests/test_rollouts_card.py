@@ -1,4 +1,4 @@
-"""The card-sampler arms of the campaign (proposal_nb.pipeline.card_job, run through campaign_job's command line; MISSION §8 item 7) end to end on CPU with a tiny random model:
+"""The card-sampler arms of the campaign (proposal_nb.pipeline.card_job, run through campaign_cli's command line; MISSION §8 item 7) end to end on CPU with a tiny random model:
 card rollouts in resumable chunks, filtered BC on them, held-out draws weighed with the card prior and (the same draws)
 with the T = 1 prior, and the report. The sandbox grades correctness for real; a stand-in checker (an even sum of character codes:
 completions are "valid") replaces no-error, because a random model never writes a program that runs."""
@@ -16,6 +16,11 @@ ROOT = Path(__file__).resolve().parents[1]
 def _campaign():
     from proposal_nb.pipeline import campaign_job
     return campaign_job
+
+
+def _cli():
+    from proposal_nb.pipeline import campaign_cli
+    return campaign_cli
 
 
 def _card():
@@ -158,15 +163,15 @@ def test_card_waste(tiny_path):
 
 
 def test_card_commands(tmp_path):
-    C, K = _campaign(), _card()
-    C.main(["plan-card", str(tmp_path)])
+    C, K, CLI = _campaign(), _card(), _cli()
+    CLI.main(["plan-card", str(tmp_path)])
     doc = json.loads((tmp_path / "campaign_card.json").read_text())
     assert doc["rollouts"] == 20060 and doc["sampler"] == K.CARD and doc["control"]["name"] == "bc_card_t1prior"
     assert "124 GPU-minutes" in doc["budget_why"]                              # 20,060 x 0.372 s / 60
     with pytest.raises(SystemExit, match="card.parquet is missing"):
-        C.main(["train-bc", "bc_card", str(tmp_path / "runs"), "--model", "unused"])
+        CLI.main(["train-bc", "bc_card", str(tmp_path / "runs"), "--model", "unused"])
     with pytest.raises(SystemExit, match="unknown offline arm 'nope'"):      # the existing arms' command is unchanged
-        C.main(["train-bc", "nope", str(tmp_path / "runs"), "--model", "unused"])
+        CLI.main(["train-bc", "nope", str(tmp_path / "runs"), "--model", "unused"])
     (tmp_path / "runs" / "rollouts_card").mkdir(parents=True)
     pd.DataFrame(dict(a=[1])).to_parquet(tmp_path / "runs" / "rollouts_card" / "part-00020.parquet")
     with pytest.raises(SystemExit, match="not draws 0..19"):                  # closing early keeps a prefix of whole chunks only
@@ -175,9 +180,9 @@ def test_card_commands(tmp_path):
     seen = []
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(K, "base_prior_eval", lambda runs, model, name="base_card", **kw: seen.append((runs.name, model, name)))
-        C.main(["base-card-fp32", str(tmp_path / "runs"), "--model", "m"])
+        CLI.main(["base-card-fp32", str(tmp_path / "runs"), "--model", "m"])
     assert seen == [("runs", "m", "base_card_fp32")] and C.arm_dtype("base_card_fp32") == "float32"
-    with pytest.raises(SystemExit, match="no finished fit"): C.main(["eval-card-fp32", str(tmp_path / "runs"), "--model", "unused"])
+    with pytest.raises(SystemExit, match="no finished fit"): CLI.main(["eval-card-fp32", str(tmp_path / "runs"), "--model", "unused"])
 
 
 def test_card_fp32_reevaluation(tmp_path, tiny_path):

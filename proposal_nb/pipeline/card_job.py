@@ -9,7 +9,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from .campaign_job import (   # the campaign's design and helpers these arms share
     BC_DRAWS, CAMPAIGN_EVAL, CARD_COMMAND, CARD_FP32_COMMAND, DESIGN, EVAL, PASS_KS, SHARED, SPLIT,
-    _bc_config, _commit, _gpu, _ledger, _tasks, arm_dtype, fit_bc, provenance)
+    _bc_config, _commit, _gpu, _ledger, _tasks, arm_dtype, fit_bc)
+from .campaign_report import provenance
 
 # %% auto #0
 __all__ = ['CARD', 'CARD_DRAWS', 'CARD_CHUNK', 'CARD_BATCH', 'OFFLINE_CARD', 'CARD_CONTROL', 'HF_S_PER_SAMPLE',
