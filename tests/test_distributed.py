@@ -13,8 +13,20 @@ import torch
 pytestmark = pytest.mark.xdist_group("torchrun")   # one torchrun job at a time: two gloo jobs side by side once aborted a rank in CI
 
 WORKER = str(Path(__file__).with_name("dist_worker.py"))
-TOL = 1e-4   # float32 sums in a different order across ranks (each rank packs and scores its own shard), through Adam's normalisation;
-             # since issue 36 the weights take the sampler's own log-probs, whose float32 rounding follows each rank's sampler batch size (7e-5 seen)
+# The adapters of two runs that differ only in how float32 sums are ordered (each rank packs and scores its own shard; since
+# issue 36 the weights take the sampler's own log-probs, whose rounding follows each rank's batch size; another CPU's kernels
+# sum in another order) agree entry by entry to rounding, except the few entries Adam magnifies: it divides by |g|, so an
+# entry whose gradient is near 0 moves by up to lr a step either way. So 99.9% of the entries agree to 1e-5 (seen: 1.5e-6
+# at most, where training moved entries by up to 6e-3) and every entry to a tenth of what steps 3-4 moved the adapter (seen:
+# 2.4%, on an Intel Xeon with AMX on 2026-12-06; two entries of 14,336 differed by more than 1e-5; before, 7e-5 absolute).
+Q999, REL = 1e-5, 0.1
+
+
+def close(a, b, moved):
+    "The adapters agree to rounding but for Adam's few magnified entries, and training moved them (the check has teeth)."
+    assert moved > 2e-3, moved
+    d = torch.cat([(a[k] - b[k]).abs().flatten() for k in a])
+    assert float(d.quantile(0.999)) < Q999 and float(d.max()) < REL * moved, (float(d.quantile(0.999)), float(d.max()), moved)
 
 
 def launch(ranks, *args, ok=True, **env):
@@ -58,8 +70,7 @@ def test_two_ranks_equal_one(tmp_path, reference, estimator, engine, strategy):
     ref = reference(estimator, engine, prefix=strategy != "fsdp")   # FSDP ranks score packed (FSDPOnlineRun.prefix_scoring): so does its reference
     two(tmp_path / "two", estimator, engine=engine, strategy=strategy)
     a, b = adapter(ref, 4), adapter(tmp_path / "two", 4)
-    assert max_diff(a, b) < TOL
-    assert max_diff(a, adapter(ref, 2)) > 20 * TOL                         # training moved the adapter: the check has teeth
+    close(a, b, max_diff(a, adapter(ref, 2)))
     la, lb = (pd.read_parquet(Path(x) / "log.parquet") for x in (ref, tmp_path / "two"))
     pd.testing.assert_series_equal(la.validity, lb.validity)               # the same draws, graded the same
     assert (la.loss - lb.loss).abs().max() < 1e-4
@@ -73,8 +84,7 @@ def test_two_ranks_chunked_equal_one(tmp_path, estimator, strategy):
     one(tmp_path / "one", estimator, engine="fast", prompts=3)
     two(tmp_path / "two", estimator, engine="fast", strategy=strategy, prompts=3, score_rows=3)
     a, b = adapter(tmp_path / "one", 4), adapter(tmp_path / "two", 4)
-    assert max_diff(a, b) < TOL
-    assert max_diff(a, adapter(tmp_path / "one", 2)) > 20 * TOL
+    close(a, b, max_diff(a, adapter(tmp_path / "one", 2)))
     la, lb = (pd.read_parquet(Path(x) / "log.parquet") for x in (tmp_path / "one", tmp_path / "two"))
     pd.testing.assert_series_equal(la.validity, lb.validity)
     assert ((la.grad_norm - lb.grad_norm).abs() <= 1e-5 * la.grad_norm.abs() + 1e-9).all()
@@ -84,10 +94,10 @@ def test_checkpoints_move_between_world_sizes_and_strategies(tmp_path, reference
     ref = reference("iguana", "fast")
     two(tmp_path / "a", "iguana", 2, engine="fast", strategy="ddp")      # two DDP ranks stop after step 2
     one(tmp_path / "a", "iguana", 4, engine="fast")                      # one process continues to step 4
-    assert max_diff(adapter(ref, 4), adapter(tmp_path / "a", 4)) < TOL
+    close(adapter(ref, 4), adapter(tmp_path / "a", 4), max_diff(adapter(ref, 4), adapter(ref, 2)))
     one(tmp_path / "b", "iguana", 2, engine="fast")                      # one process stops after step 2
     two(tmp_path / "b", "iguana", 4, engine="fast", strategy="fsdp")     # two FSDP ranks continue to step 4
-    assert max_diff(adapter(ref, 4), adapter(tmp_path / "b", 4)) < TOL
+    close(adapter(ref, 4), adapter(tmp_path / "b", 4), max_diff(adapter(ref, 4), adapter(ref, 2)))
 
 
 def test_bad_launches_name_the_bad_value(tmp_path):
