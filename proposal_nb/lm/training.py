@@ -421,6 +421,7 @@ def _log_row(self:OnlineRun, every:list, all_ids:list, info, loss:float, gnorm:f
                low_signal=int((valid.sum(1) <= 1).sum()), mean_length=float(lengths.mean()),
                max_log_uw=float(log_uw.max()), ess=float(info.ess.double().mean()), positive_weights=int(torch.isfinite(log_uw).sum()),
                logprob_gap_max=max((d[0] for d in deltas), default=float("nan")),
+               logprob_gap_row_max=max((d[3] for d in deltas), default=float("nan")),
                logprob_gap_mean=float(np.average([d[1] for d in deltas], weights=[d[2] for d in deltas])) if deltas else float("nan"),
                t_generation=t[0], t_potential=t[1], t_scoring=t[2], t_update=t[3], n_samples=r.size,
                n_tokens=int(lengths.sum()))
