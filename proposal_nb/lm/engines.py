@@ -410,50 +410,58 @@ class FastEngine:
                                    stop=stop_rule(tokenizer, self.eos, V, stop_at_fence, dev), config=config, prompt_end=max_prompt_len)
         self.sampler.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
 
-    def generate(self, prompt_ids:Sequence[Sequence[int]], # token ids of each prompt
-                 n:int, # draws per prompt
-                 keys:torch.Tensor, # [P·n] row keys: each draw depends on its key only
-                 progress:bool=False, # tqdm over sampler calls
-                 forced:Sequence[tuple]|None=None, # (prompt ids, completion ids) pairs scored by the sampler beside the draws
-                ): # n generations for each prompt; with `forced`: (those, per-token log-probs of each forced completion)
-        "n keyed draws for each prompt, in sampler calls of up to `rows` rows (a prompt's draws may span calls); forced rows ride in the last call's spare rows."
-        keys = torch.as_tensor(keys, dtype=torch.long).reshape(-1)
-        B = self.sampler.B
-        owner = [j for j in range(len(prompt_ids)) for _ in range(n)]
-        calls = [owner[s:s + B] for s in range(0, len(owner), B)]
-        fz = list(forced or [])
-        room = B - len(calls[-1]) if calls else 0
-        ride, rest = fz[:room], fz[room:]
-        out, flp = [[] for _ in prompt_ids], []
-        for i, chunk in enumerate(tqdm(calls, disable=not progress, desc="generate (fast)")):
-            js = list(dict.fromkeys(chunk))                       # the prompts of this call, in order
-            counts = [chunk.count(j) for j in js]
-            ps = [list(prompt_ids[j]) for j in js]
-            extra = ride if i == len(calls) - 1 else []
-            d = self.sampler.draw(ps, counts, self.max_new_tokens, keys[i * B:i * B + len(chunk)], forced=extra)
-            R = len(chunk)
-            own = Draws(d.tokens[:R], d.logprobs[:R], d.lengths[:R])
-            for j, gs in zip(js, _generations(self.tok, ps, counts, own, self.eos, self.piece, self.fence)): out[j] += gs
-            flp += [d.logprobs[R + k, :len(c)].tolist() for k, (_, c) in enumerate(extra)]
-        if rest: flp += self.logprobs([p for p, _ in rest], [c for _, c in rest])
-        return out if forced is None else (out, flp)
-
-    def logprobs(self, prompt_ids:Sequence[Sequence[int]], # token ids of each prompt
-                 completion_ids:Sequence[Sequence[int]], # the completions to score
-                )->list[list[float]]: # per-token log-probs under the sampler's own categoricals
-        "The sampler's own density of given completions: forced rows of the decode it samples with (same shapes, same layout)."
-        pairs = list(zip(prompt_ids, completion_ids))
-        if not pairs: return []
-        n = max(len(c) for _, c in pairs)
-        out = []
-        for s in range(0, len(pairs), self.sampler.B):
-            chunk = pairs[s:s + self.sampler.B]
-            d = self.sampler.draw([], [], max(n, 1), torch.zeros(0, dtype=torch.long), forced=chunk)
-            out += [d.logprobs[k, :len(c)].tolist() for k, (_, c) in enumerate(chunk)]
-        return out
-
     def refresh(self): self.sampler.refresh()
     def recapture(self): self.sampler.recapture()
+
+# %% ../../nbs/25a_engines.ipynb #c028c
+def _fast_generate(self:FastEngine, prompt_ids:Sequence[Sequence[int]], # token ids of each prompt
+                   n:int, # draws per prompt
+                   keys:torch.Tensor, # [P·n] row keys: each draw depends on its key only
+                   progress:bool=False, # tqdm over sampler calls
+                   forced:Sequence[tuple]|None=None, # (prompt ids, completion ids) pairs scored by the sampler beside the draws
+                  ): # n generations for each prompt; with `forced`: (those, per-token log-probs of each forced completion)
+    "n keyed draws for each prompt, in sampler calls of up to `rows` rows (a prompt's draws may span calls); forced rows ride in the last call's spare rows."
+    keys = torch.as_tensor(keys, dtype=torch.long).reshape(-1)
+    B = self.sampler.B
+    owner = [j for j in range(len(prompt_ids)) for _ in range(n)]
+    calls = [owner[s:s + B] for s in range(0, len(owner), B)]
+    fz = list(forced or [])
+    room = B - len(calls[-1]) if calls else 0
+    ride, rest = fz[:room], fz[room:]
+    out, flp = [[] for _ in prompt_ids], []
+    for i, chunk in enumerate(tqdm(calls, disable=not progress, desc="generate (fast)")):
+        js = list(dict.fromkeys(chunk))                       # the prompts of this call, in order
+        counts = [chunk.count(j) for j in js]
+        ps = [list(prompt_ids[j]) for j in js]
+        extra = ride if i == len(calls) - 1 else []
+        d = self.sampler.draw(ps, counts, self.max_new_tokens, keys[i * B:i * B + len(chunk)], forced=extra)
+        R = len(chunk)
+        own = Draws(d.tokens[:R], d.logprobs[:R], d.lengths[:R])
+        for j, gs in zip(js, _generations(self.tok, ps, counts, own, self.eos, self.piece, self.fence)): out[j] += gs
+        flp += [d.logprobs[R + k, :len(c)].tolist() for k, (_, c) in enumerate(extra)]
+    if rest: flp += self.logprobs([p for p, _ in rest], [c for _, c in rest])
+    return out if forced is None else (out, flp)
+
+FastEngine.generate = _fast_generate
+
+
+# %% ../../nbs/25a_engines.ipynb #c028d
+def _fast_logprobs(self:FastEngine, prompt_ids:Sequence[Sequence[int]], # token ids of each prompt
+                   completion_ids:Sequence[Sequence[int]], # the completions to score
+                  )->list[list[float]]: # per-token log-probs under the sampler's own categoricals
+    "The sampler's own density of given completions: forced rows of the decode it samples with (same shapes, same layout)."
+    pairs = list(zip(prompt_ids, completion_ids))
+    if not pairs: return []
+    n = max(len(c) for _, c in pairs)
+    out = []
+    for s in range(0, len(pairs), self.sampler.B):
+        chunk = pairs[s:s + self.sampler.B]
+        d = self.sampler.draw([], [], max(n, 1), torch.zeros(0, dtype=torch.long), forced=chunk)
+        out += [d.logprobs[k, :len(c)].tolist() for k, (_, c) in enumerate(chunk)]
+    return out
+
+FastEngine.logprobs = _fast_logprobs
+
 
 # %% ../../nbs/25a_engines.ipynb #c029
 def _scored(model, config, prompt_ids, completion_ids)->list[list[float]]:

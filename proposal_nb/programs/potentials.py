@@ -70,40 +70,50 @@ class Potential:
                 raise TaskFormatError(f"{t.origin or t.id}: potential {self.kind!r} needs {need}; task {t.id!r} has none "
                                       f"(without them every program would score 1)")
 
-    def grade(self, tasks:Sequence[Task], # the task of each completion
-              completions:Sequence[str], # the model's replies
-              progress:bool=False, # tqdm over programs
-             )->list[Verdict]: # aligned with `completions`
-        "Sandbox verdicts of each completion under this potential's tests."
+    def __repr__(self): return f'Potential({self.kind!r})'
+
+# %% ../../nbs/22_potentials.ipynb #c008c
+def _grade(self:Potential, tasks:Sequence[Task], # the task of each completion
+           completions:Sequence[str], # the model's replies
+           progress:bool=False, # tqdm over programs
+          )->list[Verdict]: # aligned with `completions`
+    "Sandbox verdicts of each completion under this potential's tests."
+    if len(tasks) != len(completions): raise ValueError(f'{len(tasks)} tasks but {len(completions)} completions')
+    self.check(tasks)
+    try: return run_tasks(self.executor, tasks, completions, [self.tests(t) for t in tasks], progress)
+    except InfrastructureError as e:
+        ids = sorted({t.id for t in tasks})
+        raise InfrastructureError(f'{e} (while grading {self.kind} on {len(tasks)} completions of tasks {ids[:3]}...)') from e
+
+Potential.grade = _grade
+
+
+# %% ../../nbs/22_potentials.ipynb #c008d
+def _score(self:Potential, task:Task, # the task graded
+           v:Verdict, # its verdict under `tests(task)`
+          )->float: # r in [0, 1]
+    "Value of one verdict."
+    if self.kind == 'no_error': return float(v.reason in ('ok', 'assertion'))
+    if self.kind == 'tiered':
+        n = len(self.tests(task))
+        return float(v.ok) if n == 0 else sum(r == 'ok' for r in v.tests) / n
+    return float(v.ok)
+
+Potential.score = _score
+
+def _call(self:Potential, tasks:Sequence[Task], # the task of each completion
+          completions:Sequence[str], # the model's replies
+          progress:bool=False, # tqdm over programs
+         )->np.ndarray: # [N] r(x_i, y_i) in [0, 1]
+    "r(x_i, y_i) for each pair, aligned with the inputs."
+    if self.kind == 'exact_match':
         if len(tasks) != len(completions): raise ValueError(f'{len(tasks)} tasks but {len(completions)} completions')
         self.check(tasks)
-        try: return run_tasks(self.executor, tasks, completions, [self.tests(t) for t in tasks], progress)
-        except InfrastructureError as e:
-            ids = sorted({t.id for t in tasks})
-            raise InfrastructureError(f'{e} (while grading {self.kind} on {len(tasks)} completions of tasks {ids[:3]}...)') from e
+        return np.array([float(_normalise(extract_program(c)) == _normalise(t.solution)) for t, c in zip(tasks, completions)])
+    return np.array([self.score(t, v) for t, v in zip(tasks, self.grade(tasks, completions, progress))], dtype=float)
 
-    def score(self, task:Task, # the task graded
-              v:Verdict, # its verdict under `tests(task)`
-             )->float: # r in [0, 1]
-        "Value of one verdict."
-        if self.kind == 'no_error': return float(v.reason in ('ok', 'assertion'))
-        if self.kind == 'tiered':
-            n = len(self.tests(task))
-            return float(v.ok) if n == 0 else sum(r == 'ok' for r in v.tests) / n
-        return float(v.ok)
+Potential.__call__ = _call
 
-    def __call__(self, tasks:Sequence[Task], # the task of each completion
-                 completions:Sequence[str], # the model's replies
-                 progress:bool=False, # tqdm over programs
-                )->np.ndarray: # [N] r(x_i, y_i) in [0, 1]
-        "r(x_i, y_i) for each pair, aligned with the inputs."
-        if self.kind == 'exact_match':
-            if len(tasks) != len(completions): raise ValueError(f'{len(tasks)} tasks but {len(completions)} completions')
-            self.check(tasks)
-            return np.array([float(_normalise(extract_program(c)) == _normalise(t.solution)) for t, c in zip(tasks, completions)])
-        return np.array([self.score(t, v) for t, v in zip(tasks, self.grade(tasks, completions, progress))], dtype=float)
-
-    def __repr__(self): return f'Potential({self.kind!r})'
 
 # %% ../../nbs/22_potentials.ipynb #c010
 def no_error(executor:Executor, # the sandbox
