@@ -638,11 +638,11 @@ def check_weights(sampler_lp:torch.Tensor, # [N, T] the sampler's per-token log-
     res = WeightDelta(float(d.max()), float(d.mean()), int(d.numel()), float(rows.max()))
     mean_tol, row_tol, token_tol = tol or WEIGHT_TOLERANCE.get(dtype, WEIGHT_TOLERANCE[torch.float32])
     if not (res.mean_abs <= mean_tol and res.row_max <= row_tol and (token_tol is None or res.max_abs <= token_tol)):  # NaN fails
-        where = "" if step is None else f"step {step}: "
+        where, tok = "" if step is None else f"step {step}: ", "not judged" if token_tol is None else f"tolerance {token_tol:g}"
         raise WeightCheckError(f"{where}sampler and scorer log-probs differ by {res.mean_abs:.3g} nats per token on average "
                                f"(tolerance {mean_tol:g} for {dtype}), by {res.row_max:.3g} on one row (tolerance {row_tol:g}) and "
-                               f"by up to {res.max_abs:.3g} on one token (tolerance {token_tol}) over {res.tokens} tokens: the draws' "
-                               "weights would be wrong (stale adapter, wrong engine or dtype?)")
+                               f"by up to {res.max_abs:.3g} on one token ({tok}) over {res.tokens} tokens: the draws' weights "
+                               "would be wrong (stale adapter, wrong engine or dtype?)")
     return res
 
 # %% ../../nbs/25a_engines.ipynb #c036n
