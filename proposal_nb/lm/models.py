@@ -16,8 +16,8 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, Llama
 # %% auto #0
 __all__ = ['EMBEDDED_NAME', 'RUN_DTYPES', 'TINY_CHARS', 'TINY_TEMPLATE', 'EMBEDDED_ID', 'FP32_PRIOR_MAX_PARAMS', 'cache_root',
            'embedded_gguf', 'embedded_model_path', 'default_device', 'default_dtype', 'native_bf16', 'run_dtype',
-           'model_dtype', 'load_model', 'chat_prompt', 'tiny_tokenizer', 'tiny_model', 'add_lora', 'same_base',
-           'adapter_config', 'load_adapter', 'save_adapter', 'lora_shape', 'ExactDefaults', 'count_params',
+           'model_dtype', 'load_model', 'chat_prompt', 'tiny_tokenizer', 'tiny_model', 'add_lora', 'tiny_lora_model',
+           'same_base', 'adapter_config', 'load_adapter', 'save_adapter', 'lora_shape', 'ExactDefaults', 'count_params',
            'exact_defaults', 'prior_copy']
 
 # %% ../../nbs/23_models.ipynb #c005
@@ -199,6 +199,22 @@ def add_lora(model, # a causal LM (it is modified in place by peft)
     pm = get_peft_model(model, cfg)
     pm.peft_config["default"].base_model_name_or_path = base or _model_name(model) or None
     return pm
+
+# %% ../../nbs/23_models.ipynb #c028e
+def tiny_lora_model(seed:int=0, # seeds the model, the adapter's A (peft's init) and its B
+                    scale:float=0.3, # standard deviation of B's entries
+                    **kw, # passed to `tiny_model` (chars, hidden, layers, ...)
+                   ):
+    "A tiny model in a random non-zero LoRA adapter (no dropout), eval mode; the global RNG is left untouched."
+    model, tok = tiny_model(seed=seed, **(dict(layers=2, heads=4, kv_heads=2) | kw))
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)                 # peft draws the A matrices from the global RNG
+        pm = add_lora(model, dropout=0.0)
+    g = torch.Generator().manual_seed(seed + 1)
+    with torch.no_grad():
+        for n, p in pm.named_parameters():
+            if "lora_B" in n: p.copy_(torch.randn(p.shape, generator=g) * scale)
+    return pm.eval(), tok
 
 # %% ../../nbs/23_models.ipynb #c030c
 EMBEDDED_ID = "embedded:SmolLM2-135M-Instruct"   # how a run's config names the embedded model (pipeline.inputs.EMBEDDED_MODEL)
