@@ -19,7 +19,7 @@ __all__ = ['ENGINE_NAMES', 'SCORING_MODES', 'NORMALIZER_KINDS', 'BASELINES', 'LM
            'load_config']
 
 # %% ../nbs/19_config.ipynb #g005
-ENGINE_NAMES = ("auto", "fast", "vllm", "hf")            # lm.engines.ENGINES (25a_engines checks they agree)
+ENGINE_NAMES = ("auto", "fast", "vllm", "hf")            # lm.engines.ENGINES (25b_engines checks they agree)
 SCORING_MODES = ("model", "fp32_prior", "fixed_shape")   # how log p is scored (lm.densities)
 NORMALIZER_KINDS = ("eb", "shrinkage", "mean")           # NormalizerConfig.kind: the kinds estimators.normalizer.estimate forms Ẑ with
 BASELINES = ("zhat", "batch_mean", "none")               # IguanaConfig.baseline: the baselines estimators.iguana.coefficients takes

@@ -28,7 +28,7 @@ def main():
     import torch.nn.functional as F
     from torch.profiler import ProfilerActivity, profile
     from proposal_nb.lm import throughput as tp
-    from proposal_nb.lm.engines import FastSampler
+    from proposal_nb.lm.fast_sampler import FastSampler
     from proposal_nb.lm.models import add_lora, embedded_model_path, load_model, run_dtype
     dev = torch.device("cuda" if a.device == "auto" and torch.cuda.is_available() else "cpu" if a.device == "auto" else a.device)
     cuda = dev.type == "cuda"

@@ -30,7 +30,7 @@ def test_two_nccl_ranks_equal_one_gpu(tmp_path, reference, strategy, score_rows)
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_recapture_follows_weights_that_moved():
-    from proposal_nb.lm.engines import FastSampler
+    from proposal_nb.lm.fast_sampler import FastSampler
     from proposal_nb.lm.generation import row_keys
     from proposal_nb.lm.models import add_lora, tiny_model
     m, tok = tiny_model(seed=0, layers=2, heads=4, kv_heads=2)

@@ -1,4 +1,4 @@
-"""The SMC export (proposal_nb.lm.smc, nbs/25b_smc): each trap of handing the trained proposal to genlm-control fails
+"""The SMC export (proposal_nb.lm.smc, nbs/25c_smc): each trap of handing the trained proposal to genlm-control fails
 loudly, and with only an end-of-program checker and no resampling SMC's weights are this project's importance weights.
 
 The trap tests need no genlm: an adapted prior, the prior's own object as the proposal, a proposal without an adapter,

@@ -16,7 +16,7 @@ from tokenizers import Tokenizer, models as tk_models, pre_tokenizers, decoders
 from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 
 from ..estimators import registry as E, iguana, normalizer as nz
-from .engines import FastSampler, decode_layer
+from .fast_sampler import FastSampler, decode_layer
 from .densities import completion_logprobs, pack_rows, packed_token_logprobs
 
 # %% auto #0

@@ -26,7 +26,7 @@ def environment_report(model:str|None=None, # the model to check (see `model_con
     "torch, CUDA, GPUs, the run notebooks' device and dtype, fast-sampler support of `model`, the exact and fastest weights for it (models.exact_defaults), vLLM."
     import torch, importlib.metadata as md
     from proposal_nb.lm.models import default_device, default_dtype
-    from proposal_nb.lm.engines import fast_support
+    from proposal_nb.lm.fast_sampler import fast_support
     gpus = [f"{torch.cuda.get_device_name(i)} ({torch.cuda.get_device_properties(i).total_memory / 2**30:.0f} GiB)"
             for i in range(torch.cuda.device_count())]
     device = default_device()

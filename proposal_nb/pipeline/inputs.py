@@ -352,7 +352,7 @@ def check_inputs(nb_path:str|Path, # a run notebook
         if p["engine"] not in ENGINE_NAMES: out.append(f"engine {p['engine']!r} is not one of {', '.join(ENGINE_NAMES)}")
         elif p["engine"] == "vllm" and importlib.util.find_spec("vllm") is None: out.append(f"engine 'vllm': vLLM is not installed here ({VLLM_REMEDY})")
         elif p["engine"] == "fast" and p.get("model") and (Path(p["model"]).expanduser() / "config.json").exists():
-            from proposal_nb.lm.engines import fast_support          # torch: only when the fast engine is asked for by name
+            from proposal_nb.lm.fast_sampler import fast_support          # torch: only when the fast engine is asked for by name
             from transformers import AutoConfig
             if why := fast_support(SimpleNamespace(config=AutoConfig.from_pretrained(Path(p["model"]).expanduser()))):
                 out.append(f"engine 'fast': {why}; use engine auto or hf")
