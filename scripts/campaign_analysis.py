@@ -15,7 +15,8 @@ Each job's seconds are split among the jobs that shared the GPU (scripts/campaig
 job), and the device stages' seconds of each step are multiplied by its job's share; the checker's seconds (CPU) are
 kept as measured. N* is a ratio of seconds measured under the same sharing, so a common factor cancels from it.
 
-The analyses are proposal_nb.analysis.campaign (nbs/37_campaign.ipynb); this file is their command line, and
+The analyses are proposal_nb.analysis.campaign (nbs/37_campaign.ipynb: run_analyses), campaign_breakeven (37c) and
+campaign_zbins (37d); this file is their command line, and
 `proposal-nb run 37_campaign_analyses -p published published` the same call as a run notebook whose executed copy
 shows the tables and charts."""
 import argparse

@@ -1,4 +1,4 @@
-"""proposal_nb.analysis.campaign (scripts/campaign_analysis.py's analyses): the GPU-time attribution of shared jobs, break-even on a table computed by hand, training windows,
+"""proposal_nb.analysis.campaign_breakeven and campaign_zbins (scripts/campaign_analysis.py's analyses): the GPU-time attribution of shared jobs, break-even on a table computed by hand, training windows,
 up/down with its no-change expectation, and the published folders checked against the tables they were built from."""
 import json
 from pathlib import Path
@@ -6,7 +6,8 @@ import numpy as np, pandas as pd
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-import proposal_nb.analysis.campaign as ca
+import proposal_nb.analysis.campaign_breakeven as cb
+import proposal_nb.analysis.campaign_zbins as cz
 PUB = ROOT / "published"
 
 
@@ -17,7 +18,7 @@ def job(start, end, wall, date, gpu="H200"):
 def test_job_shares_split_a_shared_gpu_exactly():
     # x: two jobs of 100 s; y: one job of 100 s that overlaps x's first job completely -> x#0 and y share 1/2, x#1 runs alone
     cfg = {"x": dict(jobs=[job(0, 10, 100, "03:01:40"), job(10, 20, 100, "03:03:20")]), "y": dict(jobs=[job(0, 5, 100, "03:01:40")])}
-    s = ca.job_shares(cfg).set_index(["arm", "job"])
+    s = cb.job_shares(cfg).set_index(["arm", "job"])
     # results.gpu_minutes rounds to 0.01 minute (0.3 s at most): shares of 100-s jobs are exact to 0.003
     assert s.loc[("x", 0), "share"] == pytest.approx(0.5, abs=0.003) and s.loc[("y", 0), "share"] == pytest.approx(0.5, abs=0.003)
     assert s.loc[("x", 1), "share"] == pytest.approx(1.0, abs=0.003)
@@ -33,16 +34,16 @@ def test_job_shares_of_the_published_arms_add_up_to_their_attributed_minutes():
     strict = PUB / "campaign_strict_eval" / "config.json"              # the strict pair trained beside the BC fits and msc_m2
     jobs |= json.loads(strict.read_text()).get("jobs", {}) if strict.exists() else {}
     assert {"base", "rollouts", "rollouts_card", "base_card"} <= set(jobs)
-    s = ca.job_shares(cfg, jobs)
+    s = cb.job_shares(cfg, jobs)
     for a in arms:
         assert abs(s[s.arm == a].attributed_s.sum() / 60 - cfg[a]["gpu_minutes"]["attributed"]) <= 0.01 * len(cfg[a]["jobs"]), a
-    alone = ca.job_shares(cfg)                                  # without the other jobs the arms' share is larger
+    alone = cb.job_shares(cfg)                                  # without the other jobs the arms' share is larger
     assert alone.attributed_s.sum() > s[s.arm.isin(arms)].attributed_s.sum()
 
 
 def test_job_shares_give_the_other_jobs_rows_of_their_own():
     # x (100 s) overlaps the other job r (100 s) completely: each gets half; r's row is named other:r
-    s = ca.job_shares({"x": dict(jobs=[job(0, 10, 100, "03:01:40")])}, {"r": [dict(wall_s=100, date="2026-12-01T03:01:40+00:00", gpu="H200")]})
+    s = cb.job_shares({"x": dict(jobs=[job(0, 10, 100, "03:01:40")])}, {"r": [dict(wall_s=100, date="2026-12-01T03:01:40+00:00", gpu="H200")]})
     assert s.arm.tolist() == ["x", "other:r"]
     assert s.share.tolist() == pytest.approx([0.5, 0.5], abs=0.003)
 
@@ -53,26 +54,26 @@ def test_offline_bill_by_hand():
     from proposal_nb.analysis.breakeven import Costs
     shares = pd.DataFrame(dict(arm=["other:rollouts", "bc", "bc"], job=[0, 0, 1], wall_s=[400.0, 90.0, 45.0],
                                attributed_s=[200.0, 22.5, 45.0], share=[0.5, 0.25, 1.0], train_s=[0.0, 80.0, 40.0]))
-    b = ca.offline_bill("bc", 125, shares, 1000, Costs(generation=0.01, potential=0.1, scoring=0.0, update=0.0)).iloc[0]
+    b = cb.offline_bill("bc", 125, shares, 1000, Costs(generation=0.01, potential=0.1, scoring=0.0, update=0.0)).iloc[0]
     assert (b.step, b.samples, b.checker_calls) == (125, 1000, 1000)
     assert b.wall_s == pytest.approx(150 + 100 + 60) and b.gpu_h == pytest.approx((150 + 60) / 3600)
     with pytest.raises(ValueError, match="no rollouts job"):
-        ca.offline_bill("bc", 125, shares[shares.arm == "bc"], 1000, Costs(0.01, 0.1, 0.0, 0.0))
+        cb.offline_bill("bc", 125, shares[shares.arm == "bc"], 1000, Costs(0.01, 0.1, 0.0, 0.0))
 
 
 def test_is_online_tells_the_online_log_from_a_bc_fit():
-    assert ca.is_online(pd.DataFrame(columns=["step", "n_samples", "t_generation", "t_potential", "t_scoring", "t_update"]))
-    assert not ca.is_online(pd.DataFrame(columns=["step", "n_samples", "loss", "t_update"]))
+    assert cb.is_online(pd.DataFrame(columns=["step", "n_samples", "t_generation", "t_potential", "t_scoring", "t_update"]))
+    assert not cb.is_online(pd.DataFrame(columns=["step", "n_samples", "loss", "t_update"]))
 
 
 def test_attributed_log_scales_device_stages_by_the_job_that_ran_each_step():
     log = pd.DataFrame(dict(step=[1, 2, 3, 4], n_samples=10, t_generation=4.0, t_potential=2.0, t_scoring=1.0, t_update=8.0))
     shares = pd.DataFrame(dict(arm="x", job=[0, 1], start_step=[0, 2], end_step=[2, 4], share=[0.25, 0.5]))
-    a = ca.attributed_log(log, shares)
+    a = cb.attributed_log(log, shares)
     assert a.t_generation.tolist() == [1.0, 1.0, 2.0, 2.0] and a.t_update.tolist() == [2.0, 2.0, 4.0, 4.0]
     assert a.t_potential.tolist() == [2.0] * 4                                  # the checker runs on the CPU: as measured
     with pytest.raises(ValueError, match="log step 5"):
-        ca.attributed_log(pd.concat([log, log.tail(1).assign(step=5)]), shares)
+        cb.attributed_log(pd.concat([log, log.tail(1).assign(step=5)]), shares)
 
 
 def fake_campaign(tmp:Path)->Path:
@@ -96,9 +97,9 @@ def test_breakeven_on_a_table_computed_by_hand(tmp_path):
     # bill: 20 samples = 20 checker calls -> N* = 20 / 0.5 = 40 prompts
     # one job alone per step -> share 1: seconds per sample gen 12/20, checker 2/20; saving = 0.25 gen + 0.5 checker
     root = fake_campaign(tmp_path)
-    shares = ca.job_shares({"x": json.loads((root / "campaign_x" / "config.json").read_text())})
+    shares = cb.job_shares({"x": json.loads((root / "campaign_x" / "config.json").read_text())})
     assert shares.share.tolist() == [1.0, 1.0]
-    be, extra = ca.breakeven_arm("x", root / "campaign_eval", root / "campaign_x", shares, n_boot=200)
+    be, extra = cb.breakeven_arm("x", root / "campaign_eval", root / "campaign_x", shares, n_boot=200)
     r = be.per_checkpoint.iloc[0]
     assert r.k_eq == pytest.approx(1.5) and r.draws == pytest.approx(1.25) and r.checks == pytest.approx(0.5)
     assert r.nstar_checker_calls == pytest.approx(40.0)
@@ -110,25 +111,25 @@ def test_breakeven_on_a_table_computed_by_hand(tmp_path):
 
 def test_arm_window_holds_equal_draws():
     cfg = lambda M: dict(training=dict(loop=dict(M=M)))
-    assert ca.arm_window(cfg(10)) == ca.WINDOW == 25 and ca.arm_window(cfg(2)) == 125 and ca.arm_window(cfg(4)) == 62   # 62.5 rounds to even
-    with pytest.raises(ValueError, match="M must be"): ca.arm_window(cfg(0))
+    assert cz.arm_window(cfg(10)) == cz.WINDOW == 25 and cz.arm_window(cfg(2)) == 125 and cz.arm_window(cfg(4)) == 62   # 62.5 rounds to even
+    with pytest.raises(ValueError, match="M must be"): cz.arm_window(cfg(0))
 
 
 def test_window_rates_keep_whole_windows_only():
     d = pd.DataFrame(dict(step=[1, 1, 2, 3, 4, 5], prompt_id=["a", "b", "a", "a", "b", "a"], valid=[1.0, 0.0, 0.0, 1.0, 1.0, 1.0]))
-    w = ca.window_rates(d, window=2)                                          # steps 1-2 and 3-4; step 5 starts a window never finished
+    w = cz.window_rates(d, window=2)                                          # steps 1-2 and 3-4; step 5 starts a window never finished
     got = {(r.checkpoint, r.prompt_id): (r.n, r.validity) for r in w.itertuples()}
     assert got == {("steps 1-2", "a"): (2, 0.5), ("steps 1-2", "b"): (1, 0.0), ("steps 3-4", "a"): (1, 1.0), ("steps 3-4", "b"): (1, 1.0)}
     assert w.step.tolist() == [2, 2, 4, 4]
     with pytest.raises(ValueError, match="no whole window"):
-        ca.window_rates(d, window=10)
+        cz.window_rates(d, window=10)
 
 
 def test_move_counts_add_the_exact_no_change_expectation():
     from proposal_nb.analysis.zbins import null_moves
     pp = pd.DataFrame(dict(prompt_id=["a", "b"] * 2, checkpoint=["s0"] * 2 + ["s1"] * 2, validity=[0.5, 0.5, 1.0, 0.5], n=[2, 2, 2, 2]))
-    rates = ca.binned(pd.DataFrame(dict(prompt_id=["a", "b"], Z=[0.5, 0.5], C=[0.0, 0.0])))
-    moves, counts = ca.move_counts(pp, rates, "s0", "s1", "validity")
+    rates = cz.binned(pd.DataFrame(dict(prompt_id=["a", "b"], Z=[0.5, 0.5], C=[0.0, 0.0])))
+    moves, counts = cz.move_counts(pp, rates, "s0", "s1", "validity")
     assert moves.set_index("prompt_id").move.to_dict() == dict(a="up", b="flat")
     up_a, dn_a = null_moves(2, 2, 0.75)                                     # prompt a: pooled rate (0.5 + 1) / 2
     up_b, dn_b = null_moves(2, 2, 0.5)
@@ -158,7 +159,7 @@ def test_published_breakeven_matches_its_sources(arm):
     # curve(K) = mean_x s(x) (1 - (1 - Z)^K), first crossing interpolated linearly; C(K) = mean_x (1 - (1 - Z)^(K-1)) / Z
     f = published(f"campaign_breakeven_{arm}")
     r = base_rates()
-    K = np.arange(1, ca.K_MAX + 1)
+    K = np.arange(1, cb.K_MAX + 1)
     miss = (1 - r.Z.to_numpy())[:, None] ** K[None, :]
     curve = (r.s.to_numpy()[:, None] * (1 - miss)).mean(0)
     Z = r.Z.to_numpy()[:, None]
@@ -212,11 +213,11 @@ def test_zx_draws_grade_with_the_named_potential(tmp_path):
     d = pd.DataFrame(dict(prompt_id="a", draw=[0, 1, 2], valid=[1.0, 1.0, 0.0], correct=[1.0, 0.0, 0.0], r_no_error=[1.0, 1.0, 0.0],
                           r_strict=[1.0, 0.0, 0.0], r_correctness=[1.0, 1.0, 1.0]))
     write_table(tmp_path, "base_rollouts", d)
-    s = ca.zx_draws(tmp_path, "strict")
+    s = cz.zx_draws(tmp_path, "strict")
     assert s.valid.tolist() == [1.0, 0.0, 0.0] and s.correct.tolist() == [1.0, 0.0, 0.0]   # correct needs valid under strict
-    assert ca.zx_draws(tmp_path).correct.tolist() == [1.0, 1.0, 0.0]
+    assert cz.zx_draws(tmp_path).correct.tolist() == [1.0, 1.0, 0.0]
     with pytest.raises(ValueError, match="no column r_tiered"):
-        ca.zx_draws(tmp_path, "tiered")
+        cz.zx_draws(tmp_path, "tiered")
 
 
 def test_published_strict_bins_use_the_strict_z():

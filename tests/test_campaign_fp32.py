@@ -72,7 +72,8 @@ def test_analysis_reads_the_fp32_side_against_base_fp32(fp32_runs, tmp_path, mon
     runs, _ = fp32_runs
     R.report(runs, tmp_path, n_boot=50)
     shutil.copytree(ROOT / "published" / ca.ZX, tmp_path / ca.ZX)
-    monkeypatch.setattr(ca, "WINDOW", 2); monkeypatch.setattr(ca, "WINDOW_M", 2)   # one training window: the 2 steps
+    import proposal_nb.analysis.campaign_zbins as cz
+    monkeypatch.setattr(cz, "WINDOW", 2); monkeypatch.setattr(cz, "WINDOW_M", 2)   # one training window: the 2 steps
     ca.run_analyses(tmp_path, n_boot=50)
     for arm, dt in (("iguana", "bf16"), ("iguana_fp32", "fp32")):
         be = read_json(tmp_path / f"campaign_breakeven_{arm}", "config")

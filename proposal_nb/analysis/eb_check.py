@@ -8,7 +8,8 @@ import json, math
 from datetime import datetime, timezone
 from pathlib import Path
 import numpy as np, pandas as pd
-from .campaign import zx_draws, ZX
+from .campaign import ZX
+from .campaign_zbins import zx_draws
 from ..results import project_commit, read_json, read_table, save_chart, write_json
 
 # %% auto #0
