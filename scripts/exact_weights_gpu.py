@@ -274,7 +274,7 @@ def main():
     if a.what == "modes": modes(out)
     elif a.what == "summary": print(json.dumps(summarize(out, out / "old_log.parquet"), indent=1))
     elif a.what == "report":
-        from proposal_nb.analysis.weight_check import exact_report   # the folder's tables and README (nbs/37a_weight_check)
+        from proposal_nb.analysis.exact_weights import exact_report   # the folder's tables and README (nbs/37e_exact_weights)
         exact_report(out)
     else: run(out, a.gguf, a.deadline_s, a.old_steps, a.steps, "python scripts/exact_weights_gpu.py " + " ".join(sys.argv[1:]), a.resume)
 

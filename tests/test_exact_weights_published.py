@@ -7,7 +7,7 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN = ROOT / "published" / "h200_exact_weights"
-from proposal_nb.analysis.weight_check import exact_report, exact_windows
+from proposal_nb.analysis.exact_weights import exact_report, exact_windows
 
 
 def test_windows_from_the_draws():

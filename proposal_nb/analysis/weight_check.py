@@ -12,11 +12,11 @@ from scipy.stats import binom, norm
 from ..results import project_commit, read_json, save_chart, write_json
 
 # %% auto #0
-__all__ = ['WINDOWS', 'USER_COMMAND', 'EVALS', 'P_ABOVE_2SE', 'EXACT_WINDOW', 'ratio_stats', 'train_draws', 'training_table',
-           'dtype_draws', 'dtype_table', 'heldout_table', 'reverse_table', 'dtype_counts', 'chance_above',
-           'above_names', 'reverse_counts', 'reverse_of_exceptions', 'below_md', 'length_table', 'dtype_verdict',
-           'rescore_summary', 'chart', 'dtype_chart', 'reverse_chart', 'twin_table', 'twin_chart',
-           'weight_check_readme', 'write_weight_check', 'exact_windows', 'exact_report']
+__all__ = ['WINDOWS', 'USER_COMMAND', 'EVALS', 'P_ABOVE_2SE', 'ratio_stats', 'train_draws', 'training_table', 'dtype_draws',
+           'dtype_table', 'heldout_table', 'reverse_table', 'dtype_counts', 'chance_above', 'above_names',
+           'reverse_counts', 'reverse_of_exceptions', 'below_md', 'length_table', 'dtype_verdict', 'rescore_summary',
+           'chart', 'dtype_chart', 'reverse_chart', 'twin_table', 'twin_chart', 'weight_check_readme',
+           'write_weight_check']
 
 # %% ../../nbs/37a_weight_check.ipynb #c004
 WINDOWS = ((2, 25), (26, 100), (101, 250), (251, 10_000))   # training steps (step 1: p = q exactly)
@@ -496,114 +496,3 @@ def write_weight_check(published:Path, # the folder of published run folders
     (out / "README.md").write_text(weight_check_readme(tr, ho, rv, tw, rs, rs_src, ident, id_src, dchk, dt_src, rby, summary))
     print(json.dumps(summary, indent=1))
     return summary
-
-# %% ../../nbs/37a_weight_check.ipynb #e036
-EXACT_WINDOW = 25   # training steps per window of an exact-weights run
-
-def exact_windows(run_dir:Path)->pd.DataFrame:
-    "E_q[p/q] per 25-step window of an exact-weights run's draws (published/h200_exact_weights), once with q the sampler's own density (the weights) and once with the scorer's."
-    from proposal_nb.estimators.weights import weight_identity, detectable_inflation
-    d = pd.read_parquet(run_dir / "draws.parquet")
-    d["window"] = (d.step - 1) // EXACT_WINDOW
-    rows = []
-    for k, g in d.groupby("window"):
-        for q, col in (("sampler (the weights)", "logq"), ("scorer (bf16, as before)", "logq_scorer")):
-            w = weight_identity((g.logp - g[col]).to_numpy())
-            rows.append(dict(steps=f"{g.step.min()}-{g.step.max()}", last_step=int(g.step.max()), q=q, draws=w.n, mean=w.mean, se=w.se,
-                             z=(w.mean - 1) / w.se, within_2se=bool(abs(w.mean - 1) <= 2 * w.se), within_3se=bool(abs(w.mean - 1) <= 3 * w.se),
-                             detectable_95=detectable_inflation(w.se, 3.0)[0]))
-    return pd.DataFrame(rows)
-
-# %% ../../nbs/37a_weight_check.ipynb #e037
-def _extra_fixed(modes:dict|None)->float|None:
-    "Seconds the fixed-shape prior pass adds to the model's own pass at the Qwen2-1.5B shape (scoring_modes.json)."
-    m = (modes or {}).get("shapes", {}).get("qwen2-1.5b", {}).get("modes")
-    return m["fixed_shape"]["seconds"] - m["model"]["seconds"] if m else None
-
-def _loop_1p5b(bench:Path|None=None)->float:
-    "The compiled loop's seconds a sample at the Qwen2-1.5B shape (published/h200_loop_1p5b/bench.json)."
-    from proposal_nb.results import published_root
-    f = bench or published_root() / "h200_loop_1p5b" / "bench.json"
-    return json.loads(Path(f).read_text())["sizes"]["1.5b"]["loop_compiled"]["per_sample_total_s"]
-
-# %% ../../nbs/37a_weight_check.ipynb #e038a
-def _identity_chart(win:pd.DataFrame):
-    "identity.svg: each window's E_q[p/q] ± 2 SE, by the density in the weight, against the line at 1."
-    import altair as alt
-    base = alt.Chart(win.assign(lo=win["mean"] - 2 * win.se, hi=win["mean"] + 2 * win.se))
-    x = alt.X("last_step:Q", title="training step (end of a 25-step window)")
-    pts = base.mark_point(filled=True, size=60).encode(x, alt.Y("mean:Q", title="E_q[p/q] over the window (± 2 SE)", scale=alt.Scale(zero=False)),
-                                                       alt.Color("q:N", title="q in the weight"), tooltip=["steps", "q", "mean", "se", "draws"])
-    bars = base.mark_rule().encode(x, alt.Y("lo:Q"), alt.Y2("hi:Q"), alt.Color("q:N"))
-    one = alt.Chart(pd.DataFrame(dict(y=[1.0]))).mark_rule(strokeDash=[4, 4], color="black").encode(y="y:Q")
-    return (bars + pts + one).properties(width=560, height=280, title="bf16 IGUANA on the H200: the identity E_q[p/q] = 1, by the density in the weight")
-
-def _modes_lines(modes:dict)->list[str]:
-    "The README's table of the random-init shapes' scoring modes (scoring_modes.json)."
-    lines = ["", "Random-init shapes in bf16 (scoring_modes.json: 80 sequences of 40–256 random tokens after 120 prompt tokens), "
-             "one prior pass's seconds and largest spread:", "", "| shape | parameters | mode | seconds | largest spread |", "|---|---|---|---|---|"]
-    for n, x in modes["shapes"].items():
-        lines += [f"| {n} | {x['params'] / 1e9:.2f} B | {m} | {v['seconds']:.3f} | {v['spread_max']:.2g} |" for m, v in x["modes"].items()]
-    return lines + ["", "So `models.exact_defaults` picks `fp32_prior` up to 1 B parameters and `fixed_shape` above (FP32_PRIOR_MAX_PARAMS): at 1.5 B "
-                    "the float32 copy's pass is several times the fixed-shape pass, at 135 M it is the faster of the two exact modes."]
-
-def _step_time_lines(r:dict, tv:dict, modes:dict|None, loop_bench:Path|None)->list[str]:
-    "The README's step-time section: the exact run against today's bf16 step in the same process (summary.json: result)."
-    f = lambda x, d=3: f"{x:.{d}f}"
-    return ["", "## Step time (summary.json: result)", "",
-            f"- The whole exact run: {f(r['step_s_mean'], 2)} s a step, **{f(r['per_sample_s'], 4)} s a sample** (steps 2–{r['steps']}; phases "
-            + ", ".join(f"{k.removeprefix('t_')} {v:.2f} s" for k, v in r["phases_s"].items()) + ").",
-            f"- Today's bf16 step (scorer's q, the model's own pass for p) in the same process, steps {tv['steps']}: {f(tv['today_step_s'], 2)} s "
-            f"({tv['today_per_sample_s']:.4f} s a sample); the exact run's same steps: {f(tv['exact_step_s'], 2)} s ({tv['exact_per_sample_s']:.4f} s). "
-            f"Today's steps ran first, so they carry the process's warm-up (their potential phase: {tv['today_phases_s']['t_potential']:.2f} s against "
-            f"{tv['exact_phases_s']['t_potential']:.2f} s); read the pair as 'not slower', not as a speed-up. Its scoring phase alone: "
-            f"{tv['today_phases_s']['t_scoring']:.2f} s today, {tv['exact_phases_s']['t_scoring']:.2f} s exact.",
-            "- Not measured: the Qwen2-1.5B loop with exact weights." + (
-                f" Its prior pass (table above) costs the fixed-shape mode {extra:.3f} s more than the model's own pass per 80 sequences "
-                f"({extra / 80:.4f} s a sequence), {extra / 80 / _loop_1p5b(loop_bench):.1%} of the compiled loop's {_loop_1p5b(loop_bench):.3f} s a sample "
-                "(published/h200_loop_1p5b/bench.json, loop_compiled): an estimate from the pass alone, not a measurement of the loop."
-                if (extra := _extra_fixed(modes)) is not None else "")]
-
-# %% ../../nbs/37a_weight_check.ipynb #e038
-def exact_report(run_dir:Path, # an exact-weights run folder (summary.json, draws.parquet, old_log.parquet, ...)
-                 loop_bench:Path|None=None, # the 1.5B loop's bench.json (default: the published h200_loop_1p5b)
-                ):
-    "windows.csv, reverse.csv, identity.svg and README.md of a published run folder."
-    import vl_convert as vlc
-    s = json.loads((run_dir / "summary.json").read_text()); r = s["result"]
-    modes = json.loads((run_dir / "scoring_modes.json").read_text()) if (run_dir / "scoring_modes.json").exists() else None
-    win = exact_windows(run_dir); win.to_csv(run_dir / "windows.csv", index=False)
-    rev = pd.DataFrame(r["reverse"]); rev.to_csv(run_dir / "reverse.csv", index=False)
-    (run_dir / "identity.svg").write_text(vlc.vegalite_to_svg(_identity_chart(win).to_json()))
-    sam, sc = win[win.q.str.startswith("sampler")], win[win.q.str.startswith("scorer")]
-    sp = s["spread"]["modes"]; tv = r.get("today_vs_exact") or {}
-    f = lambda x, d=3: f"{x:.{d}f}"
-    lines = [f"# Exact importance weights at bf16 speed, on the H200 (issue 36)", "",
-             f"The campaign's IGUANA arm ({s['arm']['steps']} steps × {s['arm']['prompts_per_step']} prompts × M = {s['arm']['M']}, 256 new tokens, "
-             f"clip {s['arm']['clip']}, fold {s['arm']['fold_clip']}) on the embedded model **in bf16**, with the weights' q the sampler's own density "
-             f"(`loop.weights='sampler'`) and log p from the scoring mode `loop.scoring='auto'` picks: `{s['exact']['scoring']}` "
-             f"({s['exact_defaults']['why']}). Machine, date, commits and commands: config.json. Raw: log.parquet (one row per step), "
-             f"draws.parquet ({len(pd.read_parquet(run_dir / 'draws.parquet')):,} draws with log p, the sampler's log q and the scorer's), reverse.jsonl, "
-             f"old_log.parquet (today's bf16 step, {len(pd.read_parquet(run_dir / 'old_log.parquet'))} steps), summary.json; the tables here are "
-             "rebuilt from them by `python scripts/exact_weights_gpu.py report FOLDER`.", "",
-             "## The identity E_q[p/q] = 1, window by window (windows.csv, identity.svg)", "",
-             f"- q = the sampler's own density (the weights now): **{int(sam.within_2se.sum())} of {len(sam)}** windows within 2 SE of 1 "
-             f"(target ≥ 90%), means {f(sam['mean'].min())}–{f(sam['mean'].max())}; the run's own per-step check (two windows outside 3 SE stop it) never fired.",
-             f"- q = the scorer's bf16 log q of the same draws (the weights before): {int(sc.within_2se.sum())} of {len(sc)} within 2 SE, means "
-             f"{f(sc['mean'].min())}–{f(sc['mean'].max())}: the inflation of published/campaign_weight_check, reproduced on the same draws.",
-             f"- At a window's SE here ({f(sam.se.min())}–{f(sam.se.max())}) the check flags, with 95% power in one window, an inflation of "
-             f"{f(sam.detectable_95.min())}–{f(sam.detectable_95.max())} (column detectable_95).", "",
-             "![identity](identity.svg)", "",
-             "## The reverse identity E_p[q/p] = 1 on the prior's held-out draws (reverse.csv)", "",
-             f"{len(rev)} checkpoints (steps {', '.join(map(str, rev.step))}), {int(rev.n.iloc[0])} draws each (8 per held-out prompt): "
-             f"**{int(sum(abs(rev['mean'] - 1) <= 2 * rev.se))} of {len(rev)}** within 2 SE, means {f(rev['mean'].min())}–{f(rev['mean'].max())}.", "",
-             "## log p over 3 batch compositions (summary.json: spread)", "",
-             f"The same {s['spread']['rows']} real draws ({s['spread']['tokens']:,} tokens) scored in 3 batch compositions; the largest spread of a "
-             "sequence's log p, in nats, and one prior pass's seconds:", "",
-             "| scoring mode | largest spread | mean spread | seconds |", "|---|---|---|---|",
-             *[f"| {m} | {v['spread_max']:.2g} | {v['spread_mean']:.2g} | {v['seconds']:.3f} |" for m, v in sp.items()], "",
-             f"The mode the defaults pick here, `{s['exact']['scoring']}`, stays under 0.01 nats (target); the model's own bf16 pass does not."]
-    if modes: lines += _modes_lines(modes)
-    if tv: lines += _step_time_lines(r, tv, modes, loop_bench)
-    (run_dir / "README.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
