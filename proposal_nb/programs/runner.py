@@ -9,7 +9,8 @@ from . import judge as wire  # a module, not its functions: nothing here is a ha
 from .confine import SlotCgroup, confine_candidate, kill_tree, oom_kills, tree_cpu, _kill_uid, _libc
 
 # %% auto #0
-__all__ = ['UID_STRIDE', 'zygote_main', 'Candidate', 'uid_base', 'Supervisor', 'JudgeLink', 'end_reason', 'same_output']
+__all__ = ['UID_STRIDE', 'SPARE_LEAVES', 'zygote_main', 'Candidate', 'uid_base', 'Supervisor', 'JudgeLink', 'end_reason',
+           'same_output']
 
 # %% ../../nbs/21a_runner.ipynb #a022
 class _Ready(NamedTuple):
@@ -31,13 +32,14 @@ def _prefork(spec:str, leaf:int, cgs:Sequence[SlotCgroup], sock:socket.socket)->
 
 # %% ../../nbs/21a_runner.ipynb #a023
 def zygote_main(sock:socket.socket, # SOCK_SEQPACKET to the supervisor
-                cgs:Sequence[SlotCgroup], # the slot's two leaves (empty: no cgroups)
+                cgs:Sequence[SlotCgroup], # the slot's two leaves, then its spares (empty: no cgroups)
                 source:str|None=None, # the judge module's source: candidates exec a fresh interpreter that loads it (cold)
                ):
     "Serve spawn requests from the supervisor until it closes the socket; never returns."
     _libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
     _libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: no process of the same uid may read this one
     cold = _memfd(source.encode()) if source is not None else None
+    cgs, spares = list(cgs[:2]), list(cgs[2:])
     ready, running, leaf, last = None, {}, 0, None
     while True:
         if ready is None and last is not None: ready = _prefork(last, leaf, cgs, sock)
@@ -55,6 +57,8 @@ def zygote_main(sock:socket.socket, # SOCK_SEQPACKET to the supervisor
         msg, fds, _, _ = socket.recv_fds(sock, 1 << 16, 5)
         if not msg: os._exit(0)
         spec = msg.decode()
+        if (m := json.loads(spec)).get('op') == 'replace':  # a leaf that did not empty: its spare takes its place
+            cgs[m['leaf']] = spares.pop(0); continue
         if ready is not None and ready.spec != spec:  # other limits: retire it (it exits at end of file)
             ready.link.close(); ready = None
         c = ready if ready is not None else _prefork(spec, leaf, cgs, sock)
@@ -111,6 +115,7 @@ def _memfd(data:bytes)->int:
 
 # %% ../../nbs/21a_runner.ipynb #a026
 UID_STRIDE = 1024  # uids a server holds: candidates from its base, judges from base + 512 (so at most 512 slots)
+SPARE_LEAVES = 2  # cgroup leaves each slot holds in reserve for leaves that do not empty after a kill
 
 def uid_base(pid:int, # the server's pid (outside its pid namespace)
             )->int:
@@ -119,15 +124,16 @@ def uid_base(pid:int, # the server's pid (outside its pid namespace)
 
 #| export
 class Supervisor:
-    "A slot's supervisor: its zygote, its two cgroup leaves, its candidates' uid, a pre-forked judge."
+    "A slot's supervisor: its zygote, its two cgroup leaves and their spares, its candidates' uid, a pre-forked judge."
     def __init__(self, slot:int, cfg:dict, cgs:Sequence[SlotCgroup]):
-        self.slot, self.cfg, self.cgs = slot, cfg, tuple(cgs)
+        self.slot, self.cfg, self.cgs, self.spares = slot, cfg, list(cgs[:2]), list(cgs[2:])
+        self.retired, self.abandoned = [], set()  # leaves replaced; candidates whose exit report is not awaited
         self.uid = cfg['uid_base'] + slot if cfg['uids'] else None
         self.judge_uid = cfg['uid_base'] + UID_STRIDE // 2 + slot if cfg['uids'] else None
         a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         pid = os.fork()
         if pid == 0:
-            a.close(); zygote_main(b, self.cgs, cfg.get('judge_source'))
+            a.close(); zygote_main(b, cgs, cfg.get('judge_source'))
         b.close(); self.zsock, self.zpid, self.exits = a, pid, {}
         _libc.prctl(4, 0, 0, 0, 0)  # not dumpable
         self.judge, self.zombies = None, []
@@ -158,7 +164,8 @@ class Supervisor:
         b = self.zsock.recv(1 << 16)
         if not b: raise RuntimeError('the zygote died')
         m = json.loads(b)
-        if m.get('op') == 'exit': self.exits[m['pid']] = m['status']
+        if m.get('op') == 'exit' and m['pid'] not in self.abandoned: self.exits[m['pid']] = m['status']
+        elif m.get('op') == 'exit': self.abandoned.discard(m['pid'])
         return m
 
     def _status_of(self, c:Candidate, timeout:float=10.0)->int:
@@ -203,13 +210,13 @@ def _watch(self:Supervisor, c:Candidate, req:dict, t0:float, spent:float, judge:
 # %% ../../nbs/21a_runner.ipynb #a027c
 def _finish(self:Supervisor, c:Candidate, req:dict):
     "Kill the candidate's whole tree, collect its wait status, its last reports and what is left of its output."
-    if c.cg is not None: ok = kill_tree(c.cg, self.uid)
+    if c.cg is not None: ok = kill_tree(c.cg, self.uid, self.cfg.get('teardown', 5.0))
     else:
         for target in (lambda: os.killpg(c.pid, signal.SIGKILL), lambda: _kill_uid(self.uid) if self.uid else None):
             try: target()
             except OSError: pass
         ok = True
-    if not ok: raise RuntimeError(f'a cgroup leaf of slot {self.slot} does not empty')
+    if not ok: self.replace_leaf(c)
     if c.wstatus is None: c.wstatus = self._status_of(c)
     _own_reports(c)
     end = time.monotonic() + 2
@@ -221,6 +228,18 @@ def _finish(self:Supervisor, c:Candidate, req:dict):
     for fd in (c.out, c.err, c.pidfd): os.close(fd)
     c.status_sock.close()
 
+def _replace_leaf(self:Supervisor, c:Candidate):
+    """Put a spare in place of `c`'s leaf, which did not empty after the kill (the zygote does the same). The candidate's
+    own exit report is awaited 10 s more, else its status is taken as the kill's and its late report dropped."""
+    if not self.spares: raise RuntimeError(f'a cgroup leaf of slot {self.slot} does not empty and no spare leaf is left')
+    i = self.cgs.index(c.cg)
+    self.retired.append(c.cg); self.cgs[i] = self.spares.pop(0)
+    self.zsock.send(json.dumps(dict(op='replace', leaf=i)).encode())
+    end = time.monotonic() + 10
+    while c.wstatus is None and c.pid not in self.exits and select.select([self.zsock], [], [], max(0.0, end - time.monotonic()))[0]:
+        self._zmsg(0)
+    if c.wstatus is None and c.pid not in self.exits: c.wstatus = signal.SIGKILL; self.abandoned.add(c.pid)
+
 # %% ../../nbs/21a_runner.ipynb #a027d
 def _overrun(self:Supervisor, c:Candidate, stop:str|None, spent:float, req:dict)->str|None:
     "What the supervisor saw end the candidate, overriding the judge (see `end_reason`)."
@@ -229,7 +248,7 @@ def _overrun(self:Supervisor, c:Candidate, stop:str|None, spent:float, req:dict)
         cpu = req['cpu']  # no cgroup: the CPU limit's signal is all there is to go by
     return end_reason(stop, c.ended, cpu, req['cpu'], c.ooms())
 
-Supervisor.watch, Supervisor.finish, Supervisor.overrun = _watch, _finish, _overrun
+Supervisor.watch, Supervisor.finish, Supervisor.replace_leaf, Supervisor.overrun = _watch, _finish, _replace_leaf, _overrun
 
 # %% ../../nbs/21a_runner.ipynb #a029
 def end_reason(stop:str|None, # what the supervisor stopped it for (None: it ended by itself)

@@ -2,12 +2,12 @@
 
 # %% ../../nbs/21_sandbox.ipynb #c001
 from __future__ import annotations
-import hashlib, json, math, os, platform, select, shutil, subprocess, sys, tempfile, threading, time
+import hashlib, json, math, os, platform, select, shutil, subprocess, sys, tempfile, threading, time, warnings
 from pathlib import Path
 from typing import NamedTuple, Sequence
 from .judge import IOCase
 from .confine import make_cgroups, remove_cgroups, enter_namespaces, landlock_abi, seccomp_program
-from .runner import Supervisor, uid_base, UID_STRIDE
+from .runner import Supervisor, uid_base, UID_STRIDE, SPARE_LEAVES
 
 # %% auto #0
 __all__ = ['WEAK_ENV', 'Verdict', 'InfrastructureError', 'confinement_problem', 'Executor', 'request']
@@ -43,22 +43,22 @@ def _slot_main(slot:int, cfg:dict, cgs, rfd:int, wfd:int):
         while b'\n' in buf:
             line, buf = buf.split(b'\n', 1)
             req = json.loads(line)
-            t0 = time.monotonic()
+            t0, retired = time.monotonic(), len(sup.retired)
             try: res = sup.run_stdio(req) if req['mode'] == 'stdio' else sup.run_function(req)
             except BaseException as e: res = dict(reason='infra', infra=f'supervisor failed: {e!r}', tests=())
-            res = _result_record(res, req, time.monotonic() - t0, sup)
+            res = _result_record(dict(res, retired=len(sup.retired) - retired), req, time.monotonic() - t0, sup)
             data = (json.dumps(dict(res, id=req['id'])) + '\n').encode()
             while data: data = data[os.write(wfd, data):]
             if sup.judge is None: sup.next_judge(req['memory_mb'])  # after the answer: off the critical path
     os._exit(0)
 
 def _result_record(res:dict, req:dict, seconds:float, sup)->dict:
-    "The result line: reason, tests, seconds, CPU and the first bytes of each stream."
+    "The result line: reason, tests, seconds, CPU, the first bytes of each stream and the cgroup leaves the request retired."
     keep = req['keep_output']
     join = lambda parts: b''.join(parts or [])[:keep].decode('utf-8', 'replace')
     return dict(reason=res['reason'], tests=list(res.get('tests', ())), infra=res.get('infra'), seconds=seconds,
                 stdout=join(res.get('outs')), stderr=join(res.get('errs')), wall_stop=res.get('wall_stop', False),
-                cpu=res.get('cpu', 0.0))
+                cpu=res.get('cpu', 0.0), retired=res.get('retired', 0))
 
 # %% ../../nbs/21_sandbox.ipynb #c010
 def _server_main():
@@ -70,7 +70,8 @@ def _server_main():
     if cfg['cold']:
         from proposal_nb.programs import judge
         cfg['judge_source'] = Path(judge.__file__).read_text()
-    layout, cgs = make_cgroups(2 * cfg['workers'], cfg['memory_mb'], cfg['nproc'] + 2) if cfg['cgroups'] else ('off', [])
+    per_slot = 2 + SPARE_LEAVES  # made now: once the server is in its own root it cannot make more
+    layout, cgs = make_cgroups(per_slot * cfg['workers'], cfg['memory_mb'], cfg['nproc'] + 2) if cfg['cgroups'] else ('off', [])
     ns, outer = 'none', os.getpid()
     if cfg['workers'] > UID_STRIDE // 2: os.write(1, f'E at most {UID_STRIDE // 2} workers\n'.encode()); return
     if cfg['namespaces']:
@@ -92,7 +93,7 @@ def _server_main():
             os.close(w); os.close(rr)
             for fd in [*(x for x, _ in slots.values()), *results]: os.close(fd)
             os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
-            _slot_main(s, cfg, cgs[2 * s:2 * s + 2], r, rw)
+            _slot_main(s, cfg, cgs[per_slot * s:per_slot * (s + 1)], r, rw)
         os.close(r); os.close(rw)
         slots[s], results[rr] = (w, pid), b''
     for fd in results:  # every slot's supervisor, zygote and judge exist before the first request
@@ -178,6 +179,7 @@ class Executor:
                  landlock:bool=True, # Landlock write confinement
                  cgroups:bool=True, # one cgroup leaf per slot (CPU, memory, pids, kill)
                  seccomp:bool=True, # the seccomp filter
+                 teardown_seconds:float=5.0, # how long a killed tree may take to leave its cgroup leaf before a spare replaces the leaf
                  guard:int=8, # kept for compatibility (a program can no longer raise InfrastructureError)
                  python:str|None=None, # interpreter for the server; default: this one
                  cache:bool=True, # reuse verdicts of identical requests
@@ -188,6 +190,7 @@ class Executor:
         self.warm_imports, self.workers = tuple(warm_imports), workers or os.cpu_count() or 1
         self.output_limit, self.keep_output, self.nproc, self.file_mb = output_limit, keep_output, nproc, file_mb
         self.flags = dict(namespaces=namespaces, landlock=landlock, cgroups=cgroups, seccomp=seccomp)
+        self.teardown, self.retired_leaves = teardown_seconds, 0
         self.python, self.cache, self.cache_size = python or sys.executable, {} if cache else None, cache_size
         self.proc, self.isolation, self._n, self._lock = None, None, 0, threading.Lock()
 
@@ -219,7 +222,8 @@ def _start(self:Executor)->Executor:
     try: self.proc.stdin.write(boot.encode()); self.proc.stdin.flush()
     except OSError as e: raise InfrastructureError(f'sandbox server is gone: {e}') from e
     self._send(dict(warm_imports=self.warm_imports, workers=self.workers, nproc=self.nproc, memory_mb=self.memory_mb,
-                    root=os.path.join(self.work, 'root'), scratch=os.path.join(self.work, 'scratch'), cold=not self.warm, **self.flags))
+                    root=os.path.join(self.work, 'root'), scratch=os.path.join(self.work, 'scratch'), cold=not self.warm,
+                    teardown=self.teardown, **self.flags))
     line = self._line(time.monotonic() + 120)
     if not line.startswith('READY '): self.close(); raise InfrastructureError(f'sandbox server failed: {line}')
     self.isolation = json.loads(line[6:])
@@ -324,6 +328,10 @@ def _run_batch(self:Executor, reqs:list, progress:bool)->list[Verdict]:
                             output_limit=self.output_limit, keep_output=self.keep_output), prefix=f'{slot} ')
         res = _next_result(self, inflight)
         k, slot = inflight.pop(res['id']); free.append(slot)
+        if res.get('retired'):
+            self.retired_leaves += res['retired']
+            warnings.warn(f"sandbox slot {slot}: a killed program tree did not leave its cgroup leaf within {self.teardown} s; a spare "
+                          f"leaf replaced it ({self.retired_leaves} so far) and the program's verdict stands", RuntimeWarning, stacklevel=3)
         done[k] = Verdict(res['reason'] == 'ok', res['reason'], res['seconds'], res['stdout'], res['stderr'],
                           tuple(res['tests']), res['cpu'])
         if bar is not None: bar.update()
