@@ -181,7 +181,7 @@ def by_set(draws)->dict:
 
 # %% ../../nbs/39g_confirm_job.ipynb #c032
 def run_summary(run_dir:Path)->dict:
-    "One run's record: last step logged, jobs and their seconds, the weight check's windows, and its last evaluation by set."
+    "One run's record: last step logged, jobs and their seconds, the weight check's windows, MSC's kept share, and its last evaluation by set."
     import pandas as pd
     d, led = Path(run_dir), ledger(run_dir)
     out = dict(run=d.name, steps=led[-1].get("steps") if led else None, reached=0, stopped=led[-1].get("stopped") if led else None,
@@ -192,6 +192,7 @@ def run_summary(run_dir:Path)->dict:
         t = [c for c in ("t_generation", "t_potential", "t_scoring", "t_update") if c in log]
         out |= dict(reached=int(log.step.max()), identity_windows=len(w), identity_out=int(w.pq_window_out.sum()),
                     identity_means=[round(float(x), 3) for x in w.get("pq_window_mean", [])], step_s=round(float(log[t].sum(axis=1).sum()), 1))
+        if "kept" in log: out["kept"] = round(float(log.kept.mean()), 4)  # MSC, RB-MSC: share of visits that selected the reference again
     if ev := sorted((d / "heldout").glob("step-*_draws.parquet"), key=lambda p: int(p.name.split("-")[1].split("_")[0])):
         out |= dict(evaluated=ev[-1].name.split("_")[0], eval=by_set(pd.read_parquet(ev[-1], columns=["set", "valid", "correct"])))
     out["complete"] = bool(out["steps"]) and out["reached"] >= out["steps"] and "eval" in out
@@ -203,11 +204,12 @@ def readme(summary:dict, notes:str="")->str:
     sets = ("embedded", "humaneval", "train")
     cell = lambda e, k, m: f"{e[k][m]:.3f}" if e and k in e else "—"
     b = summary["base"]
-    rows = [f"| base_confirm | — | 1 / {b['job_wall_s']:.0f} | — | " + " | ".join(cell(b["eval"], k, "validity") for k in sets)
+    rows = [f"| base_confirm | — | 1 / {b['job_wall_s']:.0f} | — | — | " + " | ".join(cell(b["eval"], k, "validity") for k in sets)
             + f" | {cell(b['eval'], 'embedded', 'correct')} |"]
     for r in summary["runs"]:
         rows.append(f"| {r['run']} | {r['reached']} of {r['steps']}{' (stopped)' if r['stopped'] else ''}{'' if r['complete'] else ', incomplete'} | "
                     f"{r['jobs']} / {r['job_wall_s']:.0f} | {r.get('identity_out', '—')} of {r.get('identity_windows', '—')} | "
+                    f"{format(r['kept'], '.3f') if r.get('kept') is not None else '—'} | "
                     + " | ".join(cell(r.get("eval"), k, "validity") for k in sets) + f" | {cell(r.get('eval'), 'embedded', 'correct')} |")
     done = [r["run"] for r in summary["runs"] if r["complete"]]
     return "\n".join([
@@ -216,9 +218,11 @@ def readme(summary:dict, notes:str="")->str:
         "three seeds, exact weights in bf16, 42 training prompts, 246 held out (82 embedded, 164 HumanEval), evaluated once at "
         f"step 250. Complete so far: {len(done)} of {summary['planned']} ({', '.join(done) or 'none'}). No verdict is drawn here: the "
         "design's readings need three seeds of each arm.", "",
-        "| run | steps reached | jobs / their seconds | weight-check windows out | validity: embedded | humaneval | train prompts | pass@1: embedded |",
-        "|---|---|---|---|---|---|---|---|", *rows, "",
-        "A window is out when its mean of p/q lies more than 3 SE from 1 (25 steps a window). Validity and pass@1 are the "
+        "| run | steps reached | jobs / their seconds | weight-check windows out | MSC: reference kept | validity: embedded | humaneval | train prompts | pass@1: embedded |",
+        "|---|---|---|---|---|---|---|---|---|", *rows, "",
+        "A window is out when its mean of p/q lies more than 3 SE from 1 (25 steps a window). MSC: reference kept is the share "
+        "of an MSC or RB-MSC step's prompt visits in which the retained reference was selected again, averaged over the run's "
+        "steps (`kept` in its `log.parquet`, step by step). Validity and pass@1 are the "
         "shares of all draws (embedded 4 x 10 a prompt, HumanEval and the training prompts 1 x 10). Each run's folder holds its "
         "log, draws, ledger and held-out draws (`heldout/step-N_draws.parquet`, and `_prior.parquet`: base's held-out draws "
         "re-scored under the run's adapter); a complete run also its adapter. `summary.json` holds these numbers; the jobs' "
