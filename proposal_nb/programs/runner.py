@@ -228,14 +228,14 @@ def _finish(self:Supervisor, c:Candidate, req:dict):
     for fd in (c.out, c.err, c.pidfd): os.close(fd)
     c.status_sock.close()
 
-def _replace_leaf(self:Supervisor, c:Candidate):
+def _replace_leaf(self:Supervisor, c:Candidate, wait:float=10.0):
     """Put a spare in place of `c`'s leaf, which did not empty after the kill (the zygote does the same). The candidate's
-    own exit report is awaited 10 s more, else its status is taken as the kill's and its late report dropped."""
+    own exit report is awaited `wait` seconds more, else its status is taken as the kill's and its late report dropped."""
     if not self.spares: raise RuntimeError(f'a cgroup leaf of slot {self.slot} does not empty and no spare leaf is left')
     i = self.cgs.index(c.cg)
     self.retired.append(c.cg); self.cgs[i] = self.spares.pop(0)
     self.zsock.send(json.dumps(dict(op='replace', leaf=i)).encode())
-    end = time.monotonic() + 10
+    end = time.monotonic() + wait
     while c.wstatus is None and c.pid not in self.exits and select.select([self.zsock], [], [], max(0.0, end - time.monotonic()))[0]:
         self._zmsg(0)
     if c.wstatus is None and c.pid not in self.exits: c.wstatus = signal.SIGKILL; self.abandoned.add(c.pid)
