@@ -177,7 +177,7 @@ class Executor:
                  scratch_mb:int=1024, # kept for compatibility (each program now has its own tmpfs of `file_mb`)
                  namespaces:bool=True, # new namespaces and a minimal read-only root
                  landlock:bool=True, # Landlock write confinement
-                 cgroups:bool=True, # one cgroup leaf per slot (CPU, memory, pids, kill)
+                 cgroups:bool=True, # cgroup leaves per slot (CPU, memory, pids, kill): two, and spares
                  seccomp:bool=True, # the seccomp filter
                  teardown_seconds:float=5.0, # how long a killed tree may take to leave its cgroup leaf before a spare replaces the leaf
                  guard:int=8, # kept for compatibility (a program can no longer raise InfrastructureError)
