@@ -10,8 +10,8 @@ from . import judge as wire  # a module, not its functions: nothing here is a ha
 # %% auto #0
 __all__ = ['MS_RDONLY', 'MS_NOSUID', 'MS_NODEV', 'MS_NOEXEC', 'MS_REMOUNT', 'MS_BIND', 'MS_REC', 'MS_PRIVATE', 'NEWNS', 'NEWUTS',
            'NEWIPC', 'NEWUSER', 'NEWPID', 'NEWNET', 'COLD_BOOT', 'landlock_abi', 'seccomp_program', 'SlotCgroup',
-           'make_cgroups', 'remove_cgroups', 'tree_cpu', 'oom_kills', 'populated', 'kill_tree', 'root_binds',
-           'build_root', 'enter_namespaces', 'confine_candidate']
+           'make_cgroups', 'close_cgroups', 'remove_cgroups', 'tree_cpu', 'oom_kills', 'populated', 'kill_tree',
+           'root_binds', 'build_root', 'enter_namespaces', 'confine_candidate']
 
 # %% ../../nbs/21e_confine.ipynb #a007
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -164,6 +164,12 @@ def make_cgroups(n:int, # leaves (two per slot)
         return f"{where}: cpu, kill{''.join(', ' + c for c in want if c != 'cpu')}" + ''.join(f', v1 {c}' for c in v1), out
     except OSError:
         return 'none', []
+
+def close_cgroups(cgs:Sequence[SlotCgroup]):
+    "Close the descriptors of `cgs` (each slot closes those of the other slots' leaves, which it never uses)."
+    for cg in cgs:
+        for fd in (*cg.procs, cg.kill, cg.events, cg.cpu, cg.oom):
+            if fd >= 0: os.close(fd)
 
 def remove_cgroups(cgs:Sequence[SlotCgroup]):
     "Remove the folders of `make_cgroups` (they are empty once every candidate has ended)."
@@ -326,8 +332,9 @@ def confine_candidate(spec:dict, # limits and layers (see `Supervisor.spawn`)
                       link:socket.socket, # where its descriptors arrive from the zygote
                       cg:SlotCgroup|None, # the leaf it joins
                      ):
-    """Confine the current (freshly forked) process as a candidate, wait for its five descriptors (channel, stdin,
-    stdout, stderr, status), then run `candidate_main`; never returns."""
+    """Confine the current (freshly forked) process as a candidate, tell the zygote on `link` whether that worked
+    (b'R', or b'E' and the error), wait for its five descriptors (channel, stdin, stdout, stderr, status), then run
+    `candidate_main`; never returns."""
     try:
         for fd in (cg.procs if cg else ()): os.write(fd, b'0')
         if spec['private']: _private_tmp(spec['file_mb'])
@@ -353,9 +360,10 @@ def confine_candidate(spec:dict, # limits and layers (see `Supervisor.spawn`)
         if eff and int(eff[0].split()[1], 16): raise PermissionError(f'capabilities still held: {eff[0]}')
         _fresh_signals()
     except BaseException as e:
-        try: os.write(2, f'sandbox setup failed: {e!r}\n'.encode())
+        try: link.send(b'E' + repr(e).encode()[:4000])
         finally: os._exit(97)
     try:
+        link.send(b'R')
         msg, fds, _, _ = socket.recv_fds(link, 16, 6)
         if not msg or len(fds) not in (5, 6): os._exit(0)  # the zygote retired this candidate unused
         _place_fds([fds[1], fds[2], fds[3], fds[0], *fds[4:]])  # stdin, stdout, stderr, channel, status (, source); closes `link`

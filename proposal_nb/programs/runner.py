@@ -30,6 +30,15 @@ def _prefork(spec:str, leaf:int, cgs:Sequence[SlotCgroup], sock:socket.socket)->
     b.close()
     return _Ready(pid, os.pidfd_open(pid), a, leaf, spec)
 
+def _setup_error(c:_Ready, timeout:float=8.0)->str|None:
+    "None once candidate `c` is confined and waits for its descriptors; else why its setup failed (within the supervisor's 10 s)."
+    if not select.select([c.link], [], [], timeout)[0]: return f'no word from the candidate {timeout:g} s after its fork'
+    try: b = c.link.recv(1 << 13)
+    except OSError as e: b = b'E' + repr(e).encode()
+    if b == b'R': return None
+    return b[1:].decode('utf-8', 'replace') if b[:1] == b'E' else 'the candidate died during its setup'
+
+
 # %% ../../nbs/21a_runner.ipynb #a023
 def zygote_main(sock:socket.socket, # SOCK_SEQPACKET to the supervisor
                 cgs:Sequence[SlotCgroup], # the slot's two leaves, then its spares (empty: no cgroups)
@@ -51,8 +60,8 @@ def zygote_main(sock:socket.socket, # SOCK_SEQPACKET to the supervisor
             if pid == 0: break
             if pid in running:
                 os.close(running.pop(pid)); sock.send(json.dumps(dict(op='exit', pid=pid, status=st)).encode())
-            elif ready is not None and pid == ready.pid:
-                os.close(ready.pidfd); ready.link.close(); ready = None  # a pre-forked candidate that failed its setup
+            elif ready is not None and pid == ready.pid:  # a pre-forked candidate that failed its setup: the next
+                os.close(ready.pidfd); ready.link.close(); ready, last = None, None  # request forks one and reports why
         if sock not in rd: continue
         msg, fds, _, _ = socket.recv_fds(sock, 1 << 16, 5)
         if not msg: os._exit(0)
@@ -60,13 +69,17 @@ def zygote_main(sock:socket.socket, # SOCK_SEQPACKET to the supervisor
         if (m := json.loads(spec)).get('op') == 'replace':  # a leaf that did not empty: its spare takes its place
             cgs[m['leaf']] = spares.pop(0); continue
         if ready is not None and ready.spec != spec:  # other limits: retire it (it exits at end of file)
-            ready.link.close(); ready = None
-        c = ready if ready is not None else _prefork(spec, leaf, cgs, sock)
+            os.close(ready.pidfd); ready.link.close(); ready = None
+        c, ready = ready if ready is not None else _prefork(spec, leaf, cgs, sock), None
+        if (why := _setup_error(c)) is not None:  # never a verdict: the supervisor raises, the request is infra
+            for fd in fds: os.close(fd)
+            os.kill(c.pid, signal.SIGKILL); os.close(c.pidfd); c.link.close(); last = None  # reaped above, unreported
+            sock.send(json.dumps(dict(op='setup-failed', why=why)).encode()); continue
         if cold is not None: os.lseek(cold, 0, 0); fds = [*fds, os.dup(cold)]
         socket.send_fds(c.link, [b'go'], fds)
         for fd in fds: os.close(fd)
         c.link.close()
-        running[c.pid], ready, last = c.pidfd, None, spec
+        running[c.pid], last = c.pidfd, spec
         sock.send(json.dumps(dict(op='pid', pid=c.pid, leaf=c.leaf)).encode())
         leaf = 1 - c.leaf if len(cgs) > 1 else 0
 
@@ -152,7 +165,11 @@ class Supervisor:
         ctl_c.close(); st_c.close()
         while True:
             m = self._zmsg(10.0)
-            if m.get('op') == 'pid': break
+            if m.get('op') in ('pid', 'setup-failed'): break
+        if m['op'] == 'setup-failed':
+            for fd in (out_r, err_r): os.close(fd)
+            ctl.close(); st.close()
+            raise RuntimeError(f"a candidate's sandbox setup failed: {m['why']}")
         for fd in (out_r, err_r): os.set_blocking(fd, False)
         try: pidfd = os.pidfd_open(m['pid'])
         except ProcessLookupError: pidfd = os.open(os.devnull, os.O_RDONLY)  # already gone: its exit report follows

@@ -6,7 +6,7 @@ import hashlib, json, math, os, platform, select, shutil, subprocess, sys, tempf
 from pathlib import Path
 from typing import NamedTuple, Sequence
 from .judge import IOCase
-from .confine import make_cgroups, remove_cgroups, enter_namespaces, landlock_abi, seccomp_program
+from .confine import make_cgroups, close_cgroups, remove_cgroups, enter_namespaces, landlock_abi, seccomp_program
 from .runner import Supervisor, uid_base, UID_STRIDE, SPARE_LEAVES
 
 # %% auto #0
@@ -93,6 +93,7 @@ def _server_main():
             os.close(w); os.close(rr)
             for fd in [*(x for x, _ in slots.values()), *results]: os.close(fd)
             os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+            close_cgroups(cgs[:per_slot * s] + cgs[per_slot * (s + 1):])  # a candidate inherits its slot's only
             _slot_main(s, cfg, cgs[per_slot * s:per_slot * (s + 1)], r, rw)
         os.close(r); os.close(rw)
         slots[s], results[rr] = (w, pid), b''
