@@ -2,7 +2,7 @@
 
 # %% ../../nbs/21_sandbox.ipynb #c001
 from __future__ import annotations
-import hashlib, json, math, os, platform, select, shutil, subprocess, sys, tempfile, threading, time, warnings
+import hashlib, json, math, os, platform, resource, select, shutil, subprocess, sys, tempfile, threading, time, warnings
 from pathlib import Path
 from typing import NamedTuple, Sequence
 from .judge import IOCase
@@ -61,6 +61,12 @@ def _result_record(res:dict, req:dict, seconds:float, sup)->dict:
                 cpu=res.get('cpu', 0.0), retired=res.get('retired', 0))
 
 # %% ../../nbs/21_sandbox.ipynb #c010
+def _room_for_descriptors(need:int):
+    "Raise this process's soft limit on open files to `need`, as far as its hard limit allows."
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < need:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (need if hard == resource.RLIM_INFINITY else min(need, hard), hard))
+
 def _server_main():
     "The fork server: read its config, set up cgroups, namespaces and slots, then forward requests and results."
     cfg = json.loads(sys.stdin.readline())
@@ -71,6 +77,7 @@ def _server_main():
         from proposal_nb.programs import judge
         cfg['judge_source'] = Path(judge.__file__).read_text()
     per_slot = 2 + SPARE_LEAVES  # made now: once the server is in its own root it cannot make more
+    _room_for_descriptors(8 * per_slot * cfg['workers'] + 256)  # up to 7 files a leaf, all open here until the slots fork
     layout, cgs = make_cgroups(per_slot * cfg['workers'], cfg['memory_mb'], cfg['nproc'] + 2) if cfg['cgroups'] else ('off', [])
     ns, outer = 'none', os.getpid()
     if cfg['workers'] > UID_STRIDE // 2: os.write(1, f'E at most {UID_STRIDE // 2} workers\n'.encode()); return
