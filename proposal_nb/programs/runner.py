@@ -38,7 +38,6 @@ def _setup_error(c:_Ready, timeout:float=8.0)->str|None:
     if b == b'R': return None
     return b[1:].decode('utf-8', 'replace') if b[:1] == b'E' else 'the candidate died during its setup'
 
-
 # %% ../../nbs/21a_runner.ipynb #a023
 def zygote_main(sock:socket.socket, # SOCK_SEQPACKET to the supervisor
                 cgs:Sequence[SlotCgroup], # the slot's two leaves, then its spares (empty: no cgroups)
@@ -135,7 +134,7 @@ def uid_base(pid:int, # the server's pid (outside its pid namespace)
     "The first uid of a server's block: unused by any account, distinct for servers alive at the same time."
     return 200_000 + (pid % 1_000_000) * UID_STRIDE
 
-#| export
+# %% ../../nbs/21a_runner.ipynb #a026s
 class Supervisor:
     "A slot's supervisor: its zygote, its two cgroup leaves and their spares, its candidates' uid, a pre-forked judge."
     def __init__(self, slot:int, cfg:dict, cgs:Sequence[SlotCgroup]):
