@@ -125,14 +125,15 @@ def make_cgroups(n:int, # leaves (two per slot)
                  memory_mb:int, # memory limit of each leaf's tree (0: none)
                  nproc:int, # pids limit of each leaf's tree
                 )->tuple[str, list[SlotCgroup]]: # (layout description, the leaves; empty when not allowed)
-    "Create `n` cgroup leaves and open their files; ('none', []) when this machine does not allow it."
+    "Create `n` cgroup leaves and open their files; ('none (why)', []) when this machine does not allow it, nothing left behind."
     v2 = _v2_root()
-    if v2 is None: return 'none', []
-    me = os.getpid()
+    if v2 is None: return 'none (no cgroup2 tree under /sys/fs/cgroup)', []
+    me, made, opened = os.getpid(), [], []
+    def mkdir(d:Path)->Path: d.mkdir(exist_ok=True); made.append(d); return d
+    def open_(f:Path, flags:int)->int: opened.append(os.open(f, flags)); return opened[-1]
     _clean_stale(v2, 'proposal_nb-*')
     try:
-        top = v2 / f'proposal_nb-{me}'
-        top.mkdir(exist_ok=True)
+        top = mkdir(v2 / f'proposal_nb-{me}')
         have = set((v2 / 'cgroup.subtree_control').read_text().split())
         want = [c for c in ('memory', 'pids', 'cpu') if c in have]
         if want: (top / 'cgroup.subtree_control').write_text(' '.join('+' + c for c in want))
@@ -140,8 +141,8 @@ def make_cgroups(n:int, # leaves (two per slot)
         for c, r in v1.items(): _clean_stale(r, 'proposal_nb-*')
         out = []
         for s in range(n):
-            leaf = top / f'leaf-{s}'; leaf.mkdir(exist_ok=True)
-            procs, dirs = [os.open(leaf / 'cgroup.procs', os.O_WRONLY)], [leaf]
+            leaf = mkdir(top / f'leaf-{s}')
+            procs, dirs = [open_(leaf / 'cgroup.procs', os.O_WRONLY)], [leaf]
             mem, pids = None, None
             if 'memory' in want:
                 if memory_mb: (leaf / 'memory.max').write_text(str(memory_mb << 20))
@@ -149,22 +150,27 @@ def make_cgroups(n:int, # leaves (two per slot)
                 mem = leaf / 'memory.events'
             if 'pids' in want: (leaf / 'pids.max').write_text(str(nproc))
             for c, r in v1.items():
-                d = r / f'proposal_nb-{me}-{s}'; d.mkdir(exist_ok=True); dirs.append(d)
+                d = mkdir(r / f'proposal_nb-{me}-{s}'); dirs.append(d)
                 if c == 'memory':
                     if memory_mb:
                         (d / 'memory.limit_in_bytes').write_text(str(memory_mb << 20))
                         if (d / 'memory.memsw.limit_in_bytes').exists(): (d / 'memory.memsw.limit_in_bytes').write_text(str(memory_mb << 20))
                     mem = d / 'memory.oom_control'
                 else: (d / 'pids.max').write_text(str(nproc))
-                procs.append(os.open(d / 'cgroup.procs', os.O_WRONLY))
-            out.append(SlotCgroup(tuple(procs), os.open(leaf / 'cgroup.kill', os.O_WRONLY) if (leaf / 'cgroup.kill').exists() else -1,
-                                  os.open(leaf / 'cgroup.events', os.O_RDONLY), os.open(leaf / 'cpu.stat', os.O_RDONLY),
-                                  os.open(mem, os.O_RDONLY) if mem else -1, tuple(dirs) + (top,)))
+                procs.append(open_(d / 'cgroup.procs', os.O_WRONLY))
+            out.append(SlotCgroup(tuple(procs), open_(leaf / 'cgroup.kill', os.O_WRONLY) if (leaf / 'cgroup.kill').exists() else -1,
+                                  open_(leaf / 'cgroup.events', os.O_RDONLY), open_(leaf / 'cpu.stat', os.O_RDONLY),
+                                  open_(mem, os.O_RDONLY) if mem else -1, tuple(dirs) + (top,)))
         where = 'v2' if v2 == Path('/sys/fs/cgroup') else 'v2 (unified)'
         return f"{where}: cpu, kill{''.join(', ' + c for c in want if c != 'cpu')}" + ''.join(f', v1 {c}' for c in v1), out
-    except OSError:
-        return 'none', []
+    except OSError as e:  # close and remove what was made, so that a failed attempt leaks nothing
+        for fd in opened: os.close(fd)
+        for d in reversed(made):
+            try: d.rmdir()
+            except OSError: pass
+        return f'none ({type(e).__name__}: {e})', []
 
+# %% ../../nbs/21e_confine.ipynb #a012c
 def close_cgroups(cgs:Sequence[SlotCgroup]):
     "Close the descriptors of `cgs` (each slot closes those of the other slots' leaves, which it never uses)."
     for cg in cgs:
@@ -173,7 +179,7 @@ def close_cgroups(cgs:Sequence[SlotCgroup]):
 
 def remove_cgroups(cgs:Sequence[SlotCgroup]):
     "Remove the folders of `make_cgroups` (they are empty once every candidate has ended)."
-    for d in dict.fromkeys(d for cg in cgs for d in cg.dirs):
+    for d in sorted(dict.fromkeys(d for cg in cgs for d in cg.dirs), key=lambda d: -len(d.parts)):  # leaves before their parent
         for _ in range(50):
             try: os.rmdir(d); break
             except FileNotFoundError: break
@@ -276,7 +282,7 @@ def enter_namespaces(root:str, # an empty folder for the new root
                     )->str: # the layers obtained, e.g. 'net+pid+mnt+ipc+uts; pivot_root, ...'
     "Move the server into new namespaces and a minimal read-only root; this process becomes pid 1 of the new pid namespace."
     uid, gid = os.getuid(), os.getgid()
-    flags = NEWNET | NEWPID | NEWNS | NEWIPC | NEWUTS
+    flags = NEWNET | NEWPID | NEWIPC | NEWUTS   # not NEWNS: the outer process keeps the host's mounts, so `cleanup` finds the cgroups
     if _libc.unshare(flags) == 0: done = 'net+pid+mnt+ipc+uts'
     elif _libc.unshare(NEWUSER | flags) == 0:
         for f, v in (('uid_map', f'{uid} {uid} 1'), ('setgroups', 'deny'), ('gid_map', f'{gid} {gid} 1')):
@@ -289,6 +295,7 @@ def enter_namespaces(root:str, # an empty folder for the new root
         _, st = os.waitpid(pid, 0)
         if cleanup is not None: cleanup()
         os._exit(os.waitstatus_to_exitcode(st) & 0xFF)
+    if _libc.unshare(NEWNS) != 0: return f'{done}; no private root (mount namespace: {os.strerror(ctypes.get_errno())})'
     _mount('none', '/', None, MS_REC | MS_PRIVATE)
     try: return f'{done}; {build_root(root)}'
     except OSError as e: return f'{done}; no private root ({e})'

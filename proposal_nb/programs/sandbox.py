@@ -156,17 +156,23 @@ _SERVER_ENV = {'PATH': '/usr/local/bin:/usr/bin:/bin', 'LANG': 'C.UTF-8', 'PYTHO
 _BOOT = 'import sys; exec(sys.stdin.readline())'  # the whole command line a /proc reader sees
 
 # %% ../../nbs/21_sandbox.ipynb #w015
-WEAK_ENV = 'PROPOSAL_NB_SANDBOX_WEAK'   # set to 1: grade even where the private root cannot be built (programs see the host's files)
+WEAK_ENV = 'PROPOSAL_NB_SANDBOX_WEAK'   # set to 1: grade with whatever confinement this machine gives (no private root, no cgroups)
 
 def confinement_problem(flags:dict, # the executor's requested layers (namespaces, landlock, cgroups, seccomp)
                         isolation:dict, # what the server obtained (Executor.isolation)
                         env=os.environ, # where WEAK_ENV is read
                        )->str|None: # why grading must not go on, or None
-    "The refusal when namespaces were asked for and the private root was not obtained (unless WEAK_ENV says to go on)."
-    if not flags.get('namespaces') or isolation.get('private_tmp') or env.get(WEAK_ENV, '') not in ('', '0'): return None
-    return (f"the sandbox could not give programs a private root here (namespaces: {isolation.get('namespaces')!r}): a program "
-            "would read the host's and the task's files. Fix the cause (user namespaces, the right to mount), or choose weaker "
-            f"confinement knowingly: Executor(namespaces=False), or {WEAK_ENV}=1 in the environment")
+    "The refusal when namespaces or cgroups were asked for and not obtained (unless WEAK_ENV says to go on)."
+    if env.get(WEAK_ENV, '') not in ('', '0'): return None
+    if flags.get('namespaces') and not isolation.get('private_tmp'):
+        return (f"the sandbox could not give programs a private root here (namespaces: {isolation.get('namespaces')!r}): a program "
+                "would read the host's and the task's files. Fix the cause (user namespaces, the right to mount), or choose weaker "
+                f"confinement knowingly: Executor(namespaces=False), or {WEAK_ENV}=1 in the environment")
+    if flags.get('cgroups') and str(isolation.get('cgroups', '')).startswith('none'):
+        return (f"the sandbox could not make cgroups here (cgroups: {isolation.get('cgroups')!r}): a program's CPU, memory and "
+                "process budgets would hold per process, not per program tree, and its children could outlive it. Fix the cause "
+                f"(a writable cgroup tree), or choose weaker confinement knowingly: Executor(cgroups=False), or {WEAK_ENV}=1 in the environment")
+    return None
 
 # %% ../../nbs/21_sandbox.ipynb #c014
 class Executor:
