@@ -218,3 +218,46 @@ def test_card_fp32_reevaluation(tmp_path, tiny_path):
     assert cfg["pairs"] == [["base_card_fp32", "bc_card_fp32-step-3"], ["base_fp32", "bc_card_t1prior_fp32-step-3"]]
     assert set(pd.read_csv(e / "summary.csv").checkpoint) == {"base_card_fp32", "base_fp32", "bc_card_fp32-step-3", "bc_card_t1prior_fp32-step-3"}
     assert not (tmp_path / "results" / "campaign_bc_card").exists()              # no fit here: only the evaluation folder
+
+
+def test_untrained_card_control(tmp_path, tiny_path):
+    # issue 39 item 5: the untrained T = 1 proposal weighed with the card prior draws base_fp32's own draws (the evaluation's keys),
+    # one file a prompt and resumable; the report pairs it with the card sampler's draws and with the fit, both at the card prior
+    C, K = _campaign(), _card()
+    from proposal_nb.lm.densities import DecodingConfig, completion_logprobs
+    runs = tmp_path / "runs"
+    K.base_prior_eval(runs, tiny_path, "base_card_fp32", eval_kw=SMALL, valid=half_valid)
+    K.base_prior_eval(runs, tiny_path, "base_fp32", prior=DecodingConfig(), eval_kw=SMALL, valid=half_valid)
+    out = K.untrained_card_control(runs, tiny_path, eval_kw=SMALL, valid=half_valid)
+    ctl, base = pd.read_parquet(out), pd.read_parquet(runs / "base_fp32" / "heldout_draws.parquet")
+    assert ctl.text_hash.tolist() == base.text_hash.tolist() and len(ctl) == 2 * 4      # the same draws, prompt by prompt
+    np.testing.assert_allclose(ctl.logq, base.logp, atol=1e-4)                            # q = p: the adapter is untrained
+    peft, _ = K._card_model(tiny_path, 0)
+    with peft.disable_adapter(), torch.no_grad():                                          # each weight's prior is the card density
+        card = completion_logprobs(peft, list(base.prompt_ids), list(base.token_ids), config=K.card_config()).numpy()
+    np.testing.assert_allclose(ctl.logp, card, atol=1e-4)
+    assert (np.isinf(ctl.logp) == (ctl.outside_kept == 1)).all() and 0 < ctl.outside_kept.sum() < len(ctl)
+    files = sorted((runs / K.UNTRAINED_CARD / "prompts").iterdir())
+    kept, stamp = files[0], files[0].stat().st_mtime_ns
+    files[1].unlink(); out.unlink()
+    again = pd.read_parquet(K.untrained_card_control(runs, tiny_path, eval_kw=SMALL, valid=half_valid))   # redraws the missing prompt only
+    assert kept.stat().st_mtime_ns == stamp and again.text_hash.tolist() == ctl.text_hash.tolist()
+    # the report reads a published campaign_card_fp32_eval (here from a stand-in fit, as in test_card_fp32_reevaluation)
+    fit, _ = K._card_model(tiny_path, C.SHARED["seed"])
+    g = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for n, p in fit.named_parameters():
+            if "lora_B" in n: p.copy_(torch.randn(p.shape, generator=g) * 0.5)
+    fit.save_pretrained(runs / "bc_card" / "adapter")
+    (runs / "bc_card" / "ledger.jsonl").write_text(json.dumps(dict(arm="bc_card", end_step=3, steps=3, wall_s=1.0)) + "\n")
+    K.eval_card_fp32(runs, tiny_path, eval_kw=SMALL, valid=half_valid)
+    K.report_card_arms(runs, tmp_path / "published", n_boot=50, suffix="_fp32")
+    e = K.report_untrained_card(runs, tmp_path / "published", n_boot=50)
+    head = json.loads((e / "summary.json").read_text())
+    assert head["same_text_as_base_fp32"] == head["matched"] == head["draws"] == 8 and head["same_valid"] == head["same_correct"] == 8
+    assert head["zero_weight_share"] == pytest.approx(ctl.outside_kept.mean())
+    for a, b in (("base_card_fp32", K.UNTRAINED_CARD), (K.UNTRAINED_CARD, "bc_card_fp32-step-3")):
+        assert head[f"wacc {b} - {a} lo"] <= head[f"wacc {b} - {a}"] <= head[f"wacc {b} - {a} hi"]
+    cfg = json.loads((e / "config.json").read_text())
+    assert cfg["pairs"] == [["base_card_fp32", K.UNTRAINED_CARD], [K.UNTRAINED_CARD, "bc_card_fp32-step-3"]] and cfg["dtype"] == "float32"
+    assert set(pd.read_csv(e / "summary.csv").checkpoint) == {"base_card_fp32", "base_fp32", K.UNTRAINED_CARD, "bc_card_fp32-step-3"}

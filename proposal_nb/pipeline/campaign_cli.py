@@ -61,6 +61,8 @@ COMMANDS = {   # subcommand -> what it does with the parsed arguments and the --
     "rollouts-card": lambda a, over: card_job.rollouts_card(_first(a), _model_path(a), a.deadline_s, close=a.close),
     "train-bc": _train_bc_arm,
     "eval-card-fp32": lambda a, over: card_job.eval_card_fp32(_first(a), _model_path(a)),
+    "card-untrained": lambda a, over: card_job.untrained_card_control(_first(a), _model_path(a)),
+    "report-card-untrained": lambda a, over: card_job.report_untrained_card(_first(a), Path(a.args[1])),
     "card-waste": lambda a, over: card_job.card_waste(_model_path(a)),
     "pack": lambda a, over: pack(_first(a), Path(a.args[1])),
     "pack-runs": lambda a, over: pack_runs(_first(a), Path(a.args[1])),

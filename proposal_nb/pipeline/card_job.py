@@ -14,8 +14,9 @@ from .campaign_report import provenance
 
 # %% auto #0
 __all__ = ['CARD', 'CARD_DRAWS', 'CARD_CHUNK', 'CARD_BATCH', 'OFFLINE_CARD', 'CARD_CONTROL', 'HF_S_PER_SAMPLE',
-           'FAST_S_PER_SAMPLE', 'card_config', 'card_plan', 'rollouts_card', 'base_prior_eval', 'card_checkpoint_eval',
-           'train_bc_card', 'eval_card_fp32', 'report_card_arms', 'card_waste', 'plan_card']
+           'FAST_S_PER_SAMPLE', 'UNTRAINED_CARD', 'card_config', 'card_plan', 'rollouts_card', 'base_prior_eval',
+           'card_checkpoint_eval', 'train_bc_card', 'eval_card_fp32', 'untrained_card_control', 'report_untrained_card',
+           'report_card_arms', 'card_waste', 'plan_card']
 
 # %% ../../nbs/39h_card_job.ipynb #c055
 # The card-sampler arms (nbs/runs/params/campaign/card.yaml), fixed before any of them ran.
@@ -203,6 +204,68 @@ def eval_card_fp32(runs:Path, model_path:str, arm:str="bc_card", eval_kw:dict|No
     with Executor() as ex: ev = card_checkpoint_eval(peft, tok, name, out, runs, ex, eval_kw, valid, suffix="_fp32")
     return _ledger(out, dict(arm=f"{arm}_fp32", source=f"{arm}/adapter ({name})", dtype=model_dtype(peft), wall_s=round(time.time() - t0, 1),
                              eval_s=ev["eval_s"], zero_weight=ev["zero_weight"]))
+
+# %% ../../nbs/39h_card_job.ipynb #c066u
+UNTRAINED_CARD = "untrained_card_fp32"   # the control's arm and checkpoint name
+
+def untrained_card_control(runs:Path, model_path:str, eval_kw:dict|None=None, valid=None)->Path:
+    """The untrained T = 1 proposal's held-out draws (the evaluation's keys), weighed with the card prior in fp32: one file a prompt
+    in RUNS/untrained_card_fp32/prompts (resumable), then RUNS/untrained_card_fp32/heldout_draws.parquet."""
+    import pandas as pd
+    from tqdm.auto import tqdm
+    from proposal_nb.lm.rollouts import adapter_state, evaluation_draws
+    from proposal_nb.programs.potentials import make_potential
+    from proposal_nb.programs.sandbox import Executor
+    kw = dict(R=EVAL["R"], M=EVAL["M"], seed=EVAL["seed"], max_new_tokens=SHARED["max_new_tokens"], batch_size=EVAL["R"] * EVAL["M"],
+              limit=None) | (eval_kw or {})
+    t0, out = time.time(), runs / UNTRAINED_CARD; (out / "prompts").mkdir(parents=True, exist_ok=True)
+    peft, tok = _card_model(model_path, SHARED["seed"], "float32")
+    state, tasks = {k: v.clone() for k, v in adapter_state(peft).items()}, _card_tasks("heldout", kw["limit"])
+    if any(float(v.abs().max()) for k, v in state.items() if "lora_B" in k): raise RuntimeError("the adapter is not untrained: some lora_B is not 0")
+    files = [out / "prompts" / f"{i:03d}.parquet" for i in range(len(tasks))]
+    with Executor() as ex:
+        for t, f in tqdm([(t, f) for t, f in zip(tasks, files) if not f.exists()], desc="held-out prompts", unit="prompt"):
+            d = evaluation_draws(peft, tok, [t], UNTRAINED_CARD, state, kw["R"], kw["M"], valid or make_potential("no_error", ex),
+                                 make_potential("correctness", ex), seed=kw["seed"], max_new_tokens=kw["max_new_tokens"],
+                                 batch_size=kw["batch_size"], progress=False, engine="auto", prior=card_config(), **CAMPAIGN_EVAL)
+            d.to_parquet(f.with_suffix(".tmp")); f.with_suffix(".tmp").rename(f)
+    d = pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
+    d.to_parquet(out / "heldout_draws.parquet")
+    _ledger(out, dict(arm=UNTRAINED_CARD, prior=__import__("dataclasses").asdict(card_config()), dtype="float32", wall_s=round(time.time() - t0, 1),
+                      draws=len(d), validity=float(d.valid.mean()), zero_weight=float(d.outside_kept.mean())))
+    return out / "heldout_draws.parquet"
+
+# %% ../../nbs/39h_card_job.ipynb #c066r
+def report_untrained_card(runs:Path, published:Path, n_boot:int=2000)->Path:
+    """campaign_card_untrained_control: the control's draws beside campaign_card_fp32_eval's, paired with base_card_fp32 (the same target:
+    a gap is the estimator's) and with bc_card_fp32 (the fit against the untrained proposal at the same prior); how many are base_fp32's."""
+    import pandas as pd
+    from proposal_nb.analysis.evaluation import evaluation_tables, write_evaluation
+    from proposal_nb.results import write_json, write_table
+    pub = pd.read_parquet(published / "campaign_card_fp32_eval" / "draws.parquet")
+    ctl = pd.read_parquet(runs / UNTRAINED_CARD / "heldout_draws.parquet").assign(arm=UNTRAINED_CARD, checkpoint=UNTRAINED_CARD, split="heldout")
+    draws = pd.concat([pub, ctl[pub.columns]], ignore_index=True)
+    fit = next(c for c in pub.checkpoint.unique() if c.startswith("bc_card_fp32-"))
+    names, pairs = ["base_card_fp32", "base_fp32", UNTRAINED_CARD, fit], [("base_card_fp32", UNTRAINED_CARD), (UNTRAINED_CARD, fit)]
+    n = int(draws.groupby(["checkpoint", "prompt_id"]).size().min())
+    ev = evaluation_tables(draws[draws.checkpoint.isin(names)], checkpoints=names, ks=[k for k in PASS_KS if k <= n], n_boot=n_boot)
+    e = published / "campaign_card_untrained_control"
+    write_evaluation(e, ev); write_table(e, "draws", ctl[pub.columns])
+    key = ev.paired.set_index(["a", "b"]).loc[pairs].reset_index()
+    key = key[key.metric.isin(["wacc", "wacc_reject", "pass1", "validity"])]
+    same = ctl.merge(pub[pub.checkpoint == "base_fp32"], on=["prompt_id", "run", "draw"], suffixes=("", "_base"))
+    facts = dict(draws=len(ctl), same_text_as_base_fp32=int((same.text_hash == same.text_hash_base).sum()), matched=len(same),
+                 same_valid=int((same.valid == same.valid_base).sum()), same_correct=int((same.correct == same.correct_base).sum()),
+                 zero_weight_share=float((ctl.logp == -math.inf).mean()))
+    write_json(e, "summary", {f"{r.metric} {r.b} - {r.a}{s}": float(v) for r in key.itertuples() for s, v in (("", r.diff), (" lo", r.lo), (" hi", r.hi))} | facts)
+    jobs = [json.loads(l) for l in (runs / UNTRAINED_CARD / "ledger.jsonl").read_text().splitlines()]
+    write_json(e, "config", dict(kind="evaluate", model="embedded:SmolLM2-135M-Instruct", split=SPLIT, eval=EVAL, card=CARD, dtype="float32",
+                                 pairs=[list(p) for p in pairs], jobs=jobs, references="published/campaign_card_fp32_eval/draws.parquet",
+                                 machine=f"the project's CPU machine ({jobs[-1]['gpu']}), float32", date=jobs[-1]["date"], commit=jobs[-1]["commit"],
+                                 command="python scripts/campaign.py card-untrained RUNS && python scripts/campaign.py report-card-untrained RUNS published",
+                                 user_command="python scripts/campaign.py card-untrained RUNS && python scripts/campaign.py report-card-untrained RUNS published"))
+    print(key.round(3).to_string(index=False)); print(json.dumps(facts))
+    return e
 
 # %% ../../nbs/39h_card_job.ipynb #c067
 def report_card_arms(runs:Path, out:Path, n_boot:int=2000, suffix:str="")->Path:
