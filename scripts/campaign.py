@@ -26,12 +26,15 @@ chained through GPU jobs of at most 10 minutes with exact resume.
     python scripts/campaign.py base-fp32 RUNS [--model PATH]  # the base arm's held-out draws in fp32 (the fp32 arms' reference)
     python scripts/campaign.py base-card-fp32 RUNS           # the card sampler's own held-out draws in fp32 (row 7's exact-weight reference)
     python scripts/campaign.py eval-card-fp32 RUNS           # bc_card's fitted adapter evaluated in fp32 (needs base_card_fp32, base_fp32)
+    python scripts/campaign.py card-untrained RUNS           # the untrained T = 1 proposal weighed with the card prior, fp32, CPU-sized (row 7's control)
+    python scripts/campaign.py report-card-untrained RUNS RESULTS   # campaign_card_untrained_control, beside RESULTS/campaign_card_fp32_eval
     python scripts/campaign.py train iguana_fp32 RUNS ...    # (and iguana_kl, msc, rb_msc, msc_m2 _fp32) a bf16 arm's settings in fp32
 
 The code is proposal_nb.pipeline.campaign_job (nbs/39f_campaign_job.ipynb), where each piece is explained; the report and
 the plans (report, calibration-plan, plan-strict, plan-fp32) are proposal_nb.pipeline.campaign_report (nbs/39i_campaign_report.ipynb),
 the command line proposal_nb.pipeline.campaign_cli (nbs/39j_campaign_cli.ipynb); the card
-sampler's arms (plan-card, base-card, rollouts-card, train-bc bc_card, report-card, card-waste, base-card-fp32, eval-card-fp32)
+sampler's arms (plan-card, base-card, rollouts-card, train-bc bc_card, report-card, card-waste, base-card-fp32, eval-card-fp32, card-untrained,
+report-card-untrained)
 are proposal_nb.pipeline.card_job (nbs/39h_card_job.ipynb)."""
 from proposal_nb.pipeline.campaign_cli import main
 

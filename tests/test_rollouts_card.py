@@ -63,6 +63,18 @@ def outside_card_kept(model, prompt_ids, token_ids, cfg)->bool:
     return False
 
 
+def stand_in_fit(runs, tiny_path):
+    "A finished bc_card fit for the fp32 re-evaluation: LoRA B ~ N(0, 0.5²) (seed 0), 3 steps in its ledger."
+    C, K = _campaign(), _card()
+    fit, _ = K._card_model(tiny_path, C.SHARED["seed"])
+    g = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for n, p in fit.named_parameters():
+            if "lora_B" in n: p.copy_(torch.randn(p.shape, generator=g) * 0.5)
+    fit.save_pretrained(runs / "bc_card" / "adapter")
+    (runs / "bc_card" / "ledger.jsonl").write_text(json.dumps(dict(arm="bc_card", end_step=3, steps=3, wall_s=1.0)) + "\n")
+
+
 def test_card_path_end_to_end(tmp_path, tiny_path):
     C, K = _campaign(), _card()
     from proposal_nb.lm.densities import DecodingConfig, completion_logprobs
@@ -195,13 +207,7 @@ def test_card_fp32_reevaluation(tmp_path, tiny_path):
     K.base_prior_eval(runs, tiny_path, "base_card_fp32", eval_kw=SMALL, valid=half_valid)
     K.base_prior_eval(runs, tiny_path, "base_fp32", prior=DecodingConfig(), eval_kw=SMALL, valid=half_valid)
     with pytest.raises(SystemExit, match="no finished fit"): K.eval_card_fp32(runs, tiny_path, eval_kw=SMALL, valid=half_valid)
-    fit, _ = K._card_model(tiny_path, C.SHARED["seed"])
-    g = torch.Generator().manual_seed(0)
-    with torch.no_grad():
-        for n, p in fit.named_parameters():
-            if "lora_B" in n: p.copy_(torch.randn(p.shape, generator=g) * 0.5)
-    fit.save_pretrained(runs / "bc_card" / "adapter")
-    (runs / "bc_card" / "ledger.jsonl").write_text(json.dumps(dict(arm="bc_card", end_step=3, steps=3, wall_s=1.0)) + "\n")
+    stand_in_fit(runs, tiny_path)
     job = K.eval_card_fp32(runs, tiny_path, eval_kw=SMALL, valid=half_valid)
     assert job["dtype"] == "float32" and job["arm"] == "bc_card_fp32" and C._finished(runs / "bc_card_fp32")
     names = sorted(f.name for f in (runs / "bc_card_fp32" / "heldout").iterdir())
@@ -223,7 +229,7 @@ def test_card_fp32_reevaluation(tmp_path, tiny_path):
 def test_untrained_card_control(tmp_path, tiny_path):
     # issue 39 item 5: the untrained T = 1 proposal weighed with the card prior draws base_fp32's own draws (the evaluation's keys),
     # one file a prompt and resumable; the report pairs it with the card sampler's draws and with the fit, both at the card prior
-    C, K = _campaign(), _card()
+    K = _card()
     from proposal_nb.lm.densities import DecodingConfig, completion_logprobs
     runs = tmp_path / "runs"
     K.base_prior_eval(runs, tiny_path, "base_card_fp32", eval_kw=SMALL, valid=half_valid)
@@ -243,19 +249,17 @@ def test_untrained_card_control(tmp_path, tiny_path):
     again = pd.read_parquet(K.untrained_card_control(runs, tiny_path, eval_kw=SMALL, valid=half_valid))   # redraws the missing prompt only
     assert kept.stat().st_mtime_ns == stamp and again.text_hash.tolist() == ctl.text_hash.tolist()
     # the report reads a published campaign_card_fp32_eval (here from a stand-in fit, as in test_card_fp32_reevaluation)
-    fit, _ = K._card_model(tiny_path, C.SHARED["seed"])
-    g = torch.Generator().manual_seed(0)
-    with torch.no_grad():
-        for n, p in fit.named_parameters():
-            if "lora_B" in n: p.copy_(torch.randn(p.shape, generator=g) * 0.5)
-    fit.save_pretrained(runs / "bc_card" / "adapter")
-    (runs / "bc_card" / "ledger.jsonl").write_text(json.dumps(dict(arm="bc_card", end_step=3, steps=3, wall_s=1.0)) + "\n")
+    stand_in_fit(runs, tiny_path)
     K.eval_card_fp32(runs, tiny_path, eval_kw=SMALL, valid=half_valid)
     K.report_card_arms(runs, tmp_path / "published", n_boot=50, suffix="_fp32")
     e = K.report_untrained_card(runs, tmp_path / "published", n_boot=50)
     head = json.loads((e / "summary.json").read_text())
     assert head["same_text_as_base_fp32"] == head["matched"] == head["draws"] == 8 and head["same_valid"] == head["same_correct"] == 8
     assert head["zero_weight_share"] == pytest.approx(ctl.outside_kept.mean())
+    empty = ctl.assign(w=np.isfinite(ctl.logp) & (ctl.valid > 0)).groupby(["prompt_id", "run"]).w.any().eq(False).sum()
+    card_runs = pd.read_parquet(runs / "base_card_fp32" / "heldout_draws.parquet").groupby(["prompt_id", "run"]).valid.max()
+    assert head["runs_without_weight"][K.UNTRAINED_CARD] == empty > 0
+    assert head["runs_without_weight"]["base_card_fp32"] == (card_runs == 0).sum()    # the card sampler's weights are r
     for a, b in (("base_card_fp32", K.UNTRAINED_CARD), (K.UNTRAINED_CARD, "bc_card_fp32-step-3")):
         assert head[f"wacc {b} - {a} lo"] <= head[f"wacc {b} - {a}"] <= head[f"wacc {b} - {a} hi"]
     cfg = json.loads((e / "config.json").read_text())

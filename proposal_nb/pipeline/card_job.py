@@ -256,7 +256,11 @@ def report_untrained_card(runs:Path, published:Path, n_boot:int=2000)->Path:
     same = ctl.merge(pub[pub.checkpoint == "base_fp32"], on=["prompt_id", "run", "draw"], suffixes=("", "_base"))
     facts = dict(draws=len(ctl), same_text_as_base_fp32=int((same.text_hash == same.text_hash_base).sum()), matched=len(same),
                  same_valid=int((same.valid == same.valid_base).sum()), same_correct=int((same.correct == same.correct_base).sum()),
-                 zero_weight_share=float((ctl.logp == -math.inf).mean()))
+                 zero_weight_share=float((ctl.logp == -math.inf).mean()),
+                 runs_without_weight={k: int(g.assign(w=(g.logp > -math.inf) & (g.valid > 0)).groupby(["prompt_id", "run"]).w.any().eq(False).sum())
+                                      for k, g in draws[draws.checkpoint.isin(names)].groupby("checkpoint")})   # each counts 0 in wacc
+    changed = same[(same.valid != same.valid_base) | (same.correct != same.correct_base)]   # the same text, another verdict from today's grader
+    changed[["prompt_id", "run", "draw", "valid_base", "valid", "correct_base", "correct", "logp", "completion"]].to_csv(e / "regraded.csv", index=False)
     write_json(e, "summary", {f"{r.metric} {r.b} - {r.a}{s}": float(v) for r in key.itertuples() for s, v in (("", r.diff), (" lo", r.lo), (" hi", r.hi))} | facts)
     jobs = [json.loads(l) for l in (runs / UNTRAINED_CARD / "ledger.jsonl").read_text().splitlines()]
     write_json(e, "config", dict(kind="evaluate", model="embedded:SmolLM2-135M-Instruct", split=SPLIT, eval=EVAL, card=CARD, dtype="float32",
