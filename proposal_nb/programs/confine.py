@@ -10,8 +10,8 @@ from . import judge as wire  # a module, not its functions: nothing here is a ha
 # %% auto #0
 __all__ = ['MS_RDONLY', 'MS_NOSUID', 'MS_NODEV', 'MS_NOEXEC', 'MS_REMOUNT', 'MS_BIND', 'MS_REC', 'MS_PRIVATE', 'NEWNS', 'NEWUTS',
            'NEWIPC', 'NEWUSER', 'NEWPID', 'NEWNET', 'COLD_BOOT', 'landlock_abi', 'seccomp_program', 'SlotCgroup',
-           'make_cgroups', 'close_cgroups', 'remove_cgroups', 'tree_cpu', 'oom_kills', 'populated', 'kill_tree',
-           'root_binds', 'build_root', 'enter_namespaces', 'confine_candidate']
+           'make_cgroups', 'close_cgroups', 'remove_cgroups', 'cgroup_folders', 'tree_cpu', 'oom_kills', 'populated',
+           'kill_tree', 'root_binds', 'build_root', 'enter_namespaces', 'confine_candidate']
 
 # %% ../../nbs/21e_confine.ipynb #a007
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -184,6 +184,11 @@ def remove_cgroups(cgs:Sequence[SlotCgroup]):
             try: os.rmdir(d); break
             except FileNotFoundError: break
             except OSError: time.sleep(0.02)
+
+def cgroup_folders(pid:int)->list[str]:
+    "The cgroup folders `make_cgroups` made for server `pid` and has not removed, in every tree it writes to."
+    roots = (*_V2_ROOTS, '/sys/fs/cgroup/memory', '/sys/fs/cgroup/pids')
+    return sorted({str(d) for r in roots for pat in (f'proposal_nb-{pid}', f'proposal_nb-{pid}-*') for d in Path(r).glob(pat)})
 
 # %% ../../nbs/21e_confine.ipynb #a013
 def _read_fd(fd:int)->str:
