@@ -5,13 +5,15 @@
 # %% ../../nbs/37d_campaign_zbins.ipynb #c001
 from __future__ import annotations
 from pathlib import Path
+from typing import NamedTuple
 import numpy as np, pandas as pd
 from .campaign import ZX, View, CAMPAIGN, provenance, _ci
 
 # %% auto #0
 __all__ = ['WINDOW', 'WINDOW_M', 'THRESHOLD', 'zx_draws', 'binned', 'bin_labels', 'arm_window', 'window_rates', 'move_counts',
            'heldout_bins', 'training_bins', 'skyline_table', 'coverage_table', 'chart_bins', 'chart_moves',
-           'chart_skyline', 'chart_coverage', 'readme_zbins', 'half_width', 'write_zbins']
+           'chart_skyline', 'chart_coverage', 'readme_zbins', 'half_width', 'ZbinTables', 'zbin_tables',
+           'save_zbin_charts', 'zbins_summary', 'write_zbins']
 
 # %% ../../nbs/37d_campaign_zbins.ipynb #c004
 WINDOW = 25          # training steps per window of the training-prompt trajectories (~34 draws per prompt at 8 x 10 per step)
@@ -295,19 +297,26 @@ def half_width(summary:pd.DataFrame, metric:str)->float:
     s = summary[summary.metric == metric]
     return float(((s.hi - s.lo) / 2).median())
 
-# %% ../../nbs/37d_campaign_zbins.ipynb #c043
-def write_zbins(out:Path, root:Path, arms:list, sources:dict, n_boot:int=2000, seed:int=0,
-                offline:list=(), # arms without training draws (filtered BC): held-out tables and charts only
-                view:View=CAMPAIGN, # the evaluation, its reference and the potential of validity
-               )->dict:
-    "campaign_zbins: bin trajectories, up/down counts with their no-change expectation, skyline, coverage, charts, config."
-    from proposal_nb.results import save_chart
-    from proposal_nb.results import read_table, write_json, write_table
+# %% ../../nbs/37d_campaign_zbins.ipynb #c043a
+class ZbinTables(NamedTuple):
+    "The tables of one Z/C-bin folder, as `zbin_tables` wrote them."
+    rates:pd.DataFrame  # the base's held-out Z and C per prompt
+    training_z:pd.DataFrame  # the Z(x) run's Z and C per training prompt
+    z_table:pd.DataFrame  # both, with their bins
+    bins:pd.DataFrame  # trajectories: one row per split, binning, metric, arm, checkpoint and bin
+    updown:pd.DataFrame  # up/flat/down counts with their no-change expectation
+    summary:pd.DataFrame  # the evaluation's summary table
+    skyline:pd.DataFrame
+    coverage:pd.DataFrame
+
+def zbin_tables(out:Path, root:Path, arms:list, n_boot:int, seed:int, view:View)->ZbinTables:
+    "Compute and write z_table, bins, moves, updown, skyline and coverage of the Z/C-bin folder `out`."
+    from proposal_nb.results import read_table, write_table
+    from proposal_nb.analysis.evaluation import prompt_rates
+    from proposal_nb.analysis.zbins import z_bin
     ev, zx, ref = root / view.ev, root / ZX, view.ref
     rates, traj_h, moves_h, counts_h = heldout_bins(ev, zx, n_boot, seed, view)
     traj_t, moves_t, counts_t = training_bins(root, arms, zx, n_boot, seed, view.potential)
-    from proposal_nb.analysis.evaluation import prompt_rates
-    from proposal_nb.analysis.zbins import Z_BIN_LABELS, z_bin
     zt = prompt_rates(zx_draws(zx, view.potential))
     zt = zt[zt.prompt_id.isin(set(moves_t.prompt_id))]
     z_table = pd.concat([rates.assign(split="heldout", source=f"{view.ev} {ref} ({int(rates.n.min())} draws)"),
@@ -327,38 +336,67 @@ def write_zbins(out:Path, root:Path, arms:list, sources:dict, n_boot:int=2000, s
     sk.to_csv(out / "skyline.csv", index=False)
     cov = coverage_table(summary_t)
     cov.to_csv(out / "coverage.csv", index=False)
-    last = {a: str(summary_t[summary_t.arm == a].sort_values("step").checkpoint.iloc[-1]) for a in [*arms, *offline]}
-    hv = bins[(bins.split == "heldout") & (bins.binning == "Z") & (bins.metric == "validity")]
-    pot = "" if view == CAMPAIGN else f" ({view.potential})"
-    save_chart(chart_bins(hv[hv.arm != ref].pipe(lambda d: pd.concat([hv[hv.arm == ref].assign(arm=a) for a in [*arms, *offline]] + [d])),
-                          f"Held-out validity{pot} by the base's Z bin ({len(rates)} prompts; bins from the base's own {int(rates.n.min())} draws)"),
+    return ZbinTables(rates, zt, z_table, bins, updown, summary_t, sk, cov)
+
+# %% ../../nbs/37d_campaign_zbins.ipynb #c043b
+def save_zbin_charts(out:Path, t:ZbinTables, last:dict, # arm -> its last checkpoint
+                     view:View):
+    "The folder's seven charts: held-out bins by Z and by C, training bins, the two up/down charts, skyline, coverage."
+    from proposal_nb.results import save_chart
+    ref, pot, arms = view.ref, ("" if view == CAMPAIGN else f" ({view.potential})"), list(last)
+    n, draws = len(t.rates), int(t.rates.n.min())
+    def with_ref(b):  # the reference's rows repeated under each arm, so that each arm's panel starts from it
+        return pd.concat([b[b.arm == ref].assign(arm=a) for a in arms] + [b[b.arm != ref]])
+    held = t.bins[t.bins.split == "heldout"]
+    hv = held[(held.binning == "Z") & (held.metric == "validity")]
+    save_chart(chart_bins(with_ref(hv), f"Held-out validity{pot} by the base's Z bin ({n} prompts; bins from the base's own {draws} draws)"),
                out, "bins_heldout_validity")
-    hc = bins[(bins.split == "heldout") & (bins.binning == "C") & (bins.metric == "pass1")]
-    save_chart(chart_bins(hc[hc.arm != ref].pipe(lambda d: pd.concat([hc[hc.arm == ref].assign(arm=a) for a in [*arms, *offline]] + [d])),
-                          f"Held-out pass@1 by the base's C bin ({len(rates)} prompts)"), out, "bins_heldout_pass1_by_C")
-    save_chart(chart_bins(bins[bins.split == "training"], f"Training-prompt validity{pot} by Z bin (windows of {WINDOW} steps at M = {WINDOW_M}, {WINDOW} x {WINDOW_M} / M at other M; step 0: {ZX})",
+    hc = held[(held.binning == "C") & (held.metric == "pass1")]
+    save_chart(chart_bins(with_ref(hc), f"Held-out pass@1 by the base's C bin ({n} prompts)"), out, "bins_heldout_pass1_by_C")
+    save_chart(chart_bins(t.bins[t.bins.split == "training"], f"Training-prompt validity{pot} by Z bin (windows of {WINDOW} steps at M = {WINDOW_M}, {WINDOW} x {WINDOW_M} / M at other M; step 0: {ZX})",
                           "last step of the window (0: base)"),
                out, "bins_training_validity")
-    uh = updown[(updown.split == "heldout") & (updown.metric == "validity") & updown.b.isin(last.values())]
+    ud = t.updown
+    uh = ud[(ud.split == "heldout") & (ud.metric == "validity") & ud.b.isin(last.values())]
     save_chart(chart_moves(uh, f"Held-out validity{pot}, {ref} → each arm's last checkpoint: prompts moved by more than 0.2"), out, "updown_heldout_validity")
-    save_chart(chart_moves(updown[updown.split == "training"], f"Training-prompt validity{pot}, first → last training window"), out, "updown_training_validity")
-    save_chart(chart_skyline(sk), out, "skyline")
-    save_chart(chart_coverage(cov, list(last.values()), ref), out, "coverage")
-    tot = updown[updown.zbin == "all"].set_index(["split", "arm", "a", "b", "metric"])[["up", "down", "null_up", "null_down"]]
-    summary = dict(evaluation=view.ev, reference=ref, potential=view.potential, heldout_prompts=len(rates), base_draws_per_prompt=int(rates.n.min()), training_prompts=int(len(zt)),
-                   training_base_draws_per_prompt=int(zt.n.min()), window_steps=WINDOW, window_m=WINDOW_M, threshold=THRESHOLD,
-                   prompts_per_zbin={s: z_table[z_table.split == s].zbin.value_counts().reindex(list(Z_BIN_LABELS), fill_value=0).astype(int).to_dict() for s in ("heldout", "training")},
-                   prompts_per_cbin_heldout={k.replace("Z", "C"): int(v) for k, v in z_table[z_table.split == "heldout"].cbin.value_counts()
-                                             .reindex(list(Z_BIN_LABELS), fill_value=0).items()},
-                   skyline=dict(macro=[round(float(sk[c].iloc[0]), 4) for c in ("macro", "macro_lo", "macro_hi")],
-                                pooled=[round(float(sk[c].iloc[0]), 4) for c in ("pooled", "pooled_lo", "pooled_hi")]),
-                   last_checkpoints=last,
-                   wacc_last={ck: [round(float(x), 4) for x in sk.set_index("checkpoint").loc[ck, ["wacc", "wacc_lo", "wacc_hi"]]] for ck in [ref, *last.values()]},
-                   median_ci_half_width={m: round(half_width(summary_t, m), 4) for m in ("wacc", "pass1", "validity", "pass@40", "distinct")},
-                   updown_all={f"{s} {arm} {a_} → {b} {m}": {k: round(float(v), 2) for k, v in r.items()} for (s, arm, a_, b, m), r in tot.iterrows()
-                               if b in last.values() or s == "training"})
+    save_chart(chart_moves(ud[ud.split == "training"], f"Training-prompt validity{pot}, first → last training window"), out, "updown_training_validity")
+    save_chart(chart_skyline(t.skyline), out, "skyline")
+    save_chart(chart_coverage(t.coverage, list(last.values()), ref), out, "coverage")
+
+# %% ../../nbs/37d_campaign_zbins.ipynb #c043s
+def zbins_summary(t:ZbinTables, last:dict, # arm -> its last checkpoint
+                  view:View)->dict:
+    "summary.json of the Z/C-bin folder: prompts per bin, the skyline, wacc at the last checkpoints, CI widths, up/down totals."
+    from proposal_nb.analysis.zbins import Z_BIN_LABELS
+    z, sk, ref = t.z_table, t.skyline, view.ref
+    def per_bin(col, split): return z[z.split == split][col].value_counts().reindex(list(Z_BIN_LABELS), fill_value=0).astype(int)
+    tot = t.updown[t.updown.zbin == "all"].set_index(["split", "arm", "a", "b", "metric"])[["up", "down", "null_up", "null_down"]]
+    return dict(evaluation=view.ev, reference=ref, potential=view.potential, heldout_prompts=len(t.rates), base_draws_per_prompt=int(t.rates.n.min()),
+                training_prompts=int(len(t.training_z)), training_base_draws_per_prompt=int(t.training_z.n.min()), window_steps=WINDOW,
+                window_m=WINDOW_M, threshold=THRESHOLD,
+                prompts_per_zbin={s: per_bin("zbin", s).to_dict() for s in ("heldout", "training")},
+                prompts_per_cbin_heldout={k.replace("Z", "C"): int(v) for k, v in per_bin("cbin", "heldout").items()},
+                skyline=dict(macro=[round(float(sk[c].iloc[0]), 4) for c in ("macro", "macro_lo", "macro_hi")],
+                             pooled=[round(float(sk[c].iloc[0]), 4) for c in ("pooled", "pooled_lo", "pooled_hi")]),
+                last_checkpoints=last,
+                wacc_last={ck: [round(float(x), 4) for x in sk.set_index("checkpoint").loc[ck, ["wacc", "wacc_lo", "wacc_hi"]]] for ck in [ref, *last.values()]},
+                median_ci_half_width={m: round(half_width(t.summary, m), 4) for m in ("wacc", "pass1", "validity", "pass@40", "distinct")},
+                updown_all={f"{s} {arm} {a_} → {b} {m}": {k: round(float(v), 2) for k, v in r.items()} for (s, arm, a_, b, m), r in tot.iterrows()
+                            if b in last.values() or s == "training"})
+
+# %% ../../nbs/37d_campaign_zbins.ipynb #c043
+def write_zbins(out:Path, root:Path, arms:list, sources:dict, n_boot:int=2000, seed:int=0,
+                offline:list=(), # arms without training draws (filtered BC): held-out tables and charts only
+                view:View=CAMPAIGN, # the evaluation, its reference and the potential of validity
+               )->dict:
+    "campaign_zbins: bin trajectories, up/down counts with their no-change expectation, skyline, coverage, charts, config."
+    from proposal_nb.results import write_json
+    t = zbin_tables(out, root, arms, n_boot, seed, view)
+    last = {a: str(t.summary[t.summary.arm == a].sort_values("step").checkpoint.iloc[-1]) for a in [*arms, *offline]}
+    save_zbin_charts(out, t, last, view)
+    summary = zbins_summary(t, last, view)
     write_json(out, "summary", summary)
-    (out / "README.md").write_text(readme_zbins(summary, updown))
+    (out / "README.md").write_text(readme_zbins(summary, t.updown))
     write_json(out, "config", dict(kind="zbins", arms=arms, offline_arms=list(offline), view=view._asdict(), window=WINDOW, window_m=WINDOW_M, threshold=THRESHOLD,
                                    n_boot=n_boot, seed=seed,
                                    source=dict(heldout=f"{view.ev} (per_prompt, draws, summary, paired)", training="campaign_<arm>/draws.parquet",
