@@ -13,8 +13,8 @@ from .campaign_zbins import zx_draws
 from ..results import project_commit, read_json, read_table, save_chart, write_json
 
 # %% auto #0
-__all__ = ['USER_COMMAND', 'run_interval', 'predictive_check', 'poisson_binomial_cdf', 'independent_counts', 'chart',
-           'write_eb_intervals']
+__all__ = ['USER_COMMAND', 'run_interval', 'predictive_check', 'poisson_binomial_cdf', 'independent_counts', 'chart', 'check_arm',
+           'readme_eb_intervals', 'write_eb_intervals']
 
 # %% ../../nbs/37b_eb_check.ipynb #c004
 USER_COMMAND = ".venv/bin/python scripts/campaign_eb.py published"
@@ -80,42 +80,24 @@ def chart(tab:pd.DataFrame, level:float):
     return (bars + pts + diag).properties(width=210, height=210).facet(facet=alt.Facet("arm:N", title=None), columns=3).properties(
         title="The normaliser's empirical-Bayes interval for each training prompt's Z(x), against independent base draws")
 
-# %% ../../nbs/37b_eb_check.ipynb #c011
-def write_eb_intervals(root:Path, # the folder of published run folders (campaign_<arm>, h200_z_embedded)
-                       level:float=0.9, # central posterior probability of the interval
-                      )->dict: # the summary, per arm
-    "PUBLISHED/campaign_eb_intervals: every online arm's per-prompt EB interval checked against the independent base draws; table, summary, chart, config, README."
-    root = Path(root); zx = root / ZX
-    arms = [f.parent.name.removeprefix("campaign_") for f in sorted(root.glob("campaign_*/draws.parquet"))
-            if (read_json(f.parent, "config") or {}).get("kind") == "train" and "log_uw" in read_table(f.parent, "draws").columns]
-    if not arms: raise ValueError(f"{root}: no campaign_<arm>/draws.parquet with log_uw")
-    rows, summary = [], {}
-    for arm in arms:
-        cfg = read_json(root / f"campaign_{arm}", "config")
-        pot = cfg.get("potential", "no_error")
-        t = predictive_check(run_interval(read_table(root / f"campaign_{arm}", "draws"), level), independent_counts(zx, pot), level)
-        rows.append(t.assign(arm=arm, potential=pot))
-        inside, p = int(t.inside.sum()), t.p_inside.to_numpy()
-        summary[arm] = dict(potential=pot, status=cfg.get("status", "complete"), prompts=len(t), inside=inside, expected=round(float(p.sum()), 2),
-                            p_lower=round(poisson_binomial_cdf(p, inside), 4), median_width=round(float((t.hi - t.lo).median()), 4),
-                            median_n=float(t.n.median()), median_ess=round(float(t.ess.median()), 1),
-                            outside_low=int((t.k < t.k_lo).sum()), outside_high=int((t.k > t.k_hi).sum()))
-        print(arm, json.dumps(summary[arm]))
-    tab = pd.concat(rows, ignore_index=True)
-    out = root / "campaign_eb_intervals"
-    out.mkdir(parents=True, exist_ok=True)
-    tab[["arm", "potential", "prompt_id", "n", "S", "ess", "lo", "mean", "hi", "A", "B", "k", "m", "k_lo", "k_hi", "inside", "p_inside"]].to_csv(out / "intervals.csv", index=False)
-    write_json(out, "summary", summary)
-    save_chart(chart(tab, level), out, "intervals")
-    head = project_commit()
-    write_json(out, "config", dict(kind="eb_intervals", arms=arms, level=level, source=dict(weights="campaign_<arm>/draws.parquet (log_uw)",
-               independent=f"{ZX}/base_rollouts.parquet (r_<potential>)"),
-               machine="CPU (the project's 2-core machine), from tables the nvidia-h200 device wrote (one NVIDIA H200, "
-                       + ("bf16 and fp32 arms)" if any(a.endswith("_fp32") for a in arms) else "bf16)"),
-               date=datetime.now(timezone.utc).isoformat(timespec="seconds"), commit=head,
-               command="python scripts/campaign_eb.py PUBLISHED [--level 0.9] (CPU; reads the published campaign folders only)",
-               user_command=USER_COMMAND))
-    wc = read_json(root / "campaign_weight_check", "summary") or {}
+# %% ../../nbs/37b_eb_check.ipynb #c011a
+def check_arm(root:Path, arm:str, level:float)->tuple[pd.DataFrame, dict]:
+    "One arm's EB intervals checked against the independent base draws: the per-prompt table and its summary row."
+    cfg = read_json(root / f"campaign_{arm}", "config")
+    pot = cfg.get("potential", "no_error")
+    t = predictive_check(run_interval(read_table(root / f"campaign_{arm}", "draws"), level), independent_counts(root / ZX, pot), level)
+    inside, p = int(t.inside.sum()), t.p_inside.to_numpy()
+    return t.assign(arm=arm, potential=pot), dict(
+        potential=pot, status=cfg.get("status", "complete"), prompts=len(t), inside=inside, expected=round(float(p.sum()), 2),
+        p_lower=round(poisson_binomial_cdf(p, inside), 4), median_width=round(float((t.hi - t.lo).median()), 4),
+        median_n=float(t.n.median()), median_ess=round(float(t.ess.median()), 1),
+        outside_low=int((t.k < t.k_lo).sum()), outside_high=int((t.k > t.k_hi).sum()))
+
+# %% ../../nbs/37b_eb_check.ipynb #c011r
+def readme_eb_intervals(summary:dict, # per arm, from check_arm
+                        level:float, wc:dict, # campaign_weight_check's summary ({} when absent)
+                       )->str:
+    "README.md of campaign_eb_intervals: the table, what it checks, and the bf16 cause with the fp32 twins' counts where they exist."
     f32 = (wc.get("dtype_check") or {}).get("float32", {})
     cause = (f" The H200 check traces it to bf16: the same iguana steps read {f32.get('mean_ratio', math.nan):.3f} ± {f32.get('se', math.nan):.3f} "
              "in fp32, and the fp32 arms of `campaign_fp32_plan` re-measure these intervals with exact weights."
@@ -126,7 +108,7 @@ def write_eb_intervals(root:Path, # the folder of published run folders (campaig
     twins = f" With exact weights the intervals hold:{twins}" if twins else ""
     lines = [f"| {arm} | {s['potential']} | {s['status']} | {s['prompts']} | {s['inside']} | {s['expected']:.1f} | {s['p_lower']:.3g} | "
              f"{s['outside_low']} / {s['outside_high']} | {s['median_width']:.3f} | {s['median_n']:.0f} / {s['median_ess']:.1f} |" for arm, s in summary.items()]
-    (out / "README.md").write_text(f"""# The normaliser's empirical-Bayes interval on the campaign's real runs
+    return f"""# The normaliser's empirical-Bayes interval on the campaign's real runs
 
 Built on CPU by `scripts/campaign_eb.py` from published tables only. For every online arm and training prompt,
 `normalizer.eb_interval` (raw sums, level {level:g}) turns all of the run's importance weights on that prompt into a
@@ -144,5 +126,36 @@ The interval counts the run's n draws as n Bernoulli trials with S = Σ uw succe
 carry less information than that. The bf16 arms' weights are also biased upward: `campaign_weight_check` finds the mean of
 p/q over their draws at 1.2-1.4 where it should be 1, which lifts S and would put k below the predictive set.{cause}{twins} Tables: `intervals.csv` (per arm and prompt: n, S, ESS, the interval, its posterior
 Beta(A, B), k of m, the predictive set and its probability), `summary.json`, the chart `intervals.svg`.
-""")
+"""
+
+
+# %% ../../nbs/37b_eb_check.ipynb #c011
+def write_eb_intervals(root:Path, # the folder of published run folders (campaign_<arm>, h200_z_embedded)
+                       level:float=0.9, # central posterior probability of the interval
+                      )->dict: # the summary, per arm
+    "PUBLISHED/campaign_eb_intervals: every online arm's per-prompt EB interval checked against the independent base draws; table, summary, chart, config, README."
+    root = Path(root)
+    arms = [f.parent.name.removeprefix("campaign_") for f in sorted(root.glob("campaign_*/draws.parquet"))
+            if (read_json(f.parent, "config") or {}).get("kind") == "train" and "log_uw" in read_table(f.parent, "draws").columns]
+    if not arms: raise ValueError(f"{root}: no campaign_<arm>/draws.parquet with log_uw")
+    rows, summary = [], {}
+    for arm in arms:
+        t, summary[arm] = check_arm(root, arm, level)
+        rows.append(t)
+        print(arm, json.dumps(summary[arm]))
+    tab = pd.concat(rows, ignore_index=True)
+    out = root / "campaign_eb_intervals"
+    out.mkdir(parents=True, exist_ok=True)
+    tab[["arm", "potential", "prompt_id", "n", "S", "ess", "lo", "mean", "hi", "A", "B", "k", "m", "k_lo", "k_hi", "inside", "p_inside"]].to_csv(out / "intervals.csv", index=False)
+    write_json(out, "summary", summary)
+    save_chart(chart(tab, level), out, "intervals")
+    head = project_commit()
+    write_json(out, "config", dict(kind="eb_intervals", arms=arms, level=level, source=dict(weights="campaign_<arm>/draws.parquet (log_uw)",
+               independent=f"{ZX}/base_rollouts.parquet (r_<potential>)"),
+               machine="CPU (the project's 2-core machine), from tables the nvidia-h200 device wrote (one NVIDIA H200, "
+                       + ("bf16 and fp32 arms)" if any(a.endswith("_fp32") for a in arms) else "bf16)"),
+               date=datetime.now(timezone.utc).isoformat(timespec="seconds"), commit=head,
+               command="python scripts/campaign_eb.py PUBLISHED [--level 0.9] (CPU; reads the published campaign folders only)",
+               user_command=USER_COMMAND))
+    (out / "README.md").write_text(readme_eb_intervals(summary, level, read_json(root / "campaign_weight_check", "summary") or {}))
     return summary
