@@ -19,7 +19,7 @@ __all__ = ['EMBEDDED_MODEL', 'ENGINE_NAMES', 'TRAIN_POTENTIALS', 'VLLM_REMEDY', 
            'patched_env', 'load_task_set', 'check_tasks', 'same_model', 'run_of_adapter', 'adapter_base',
            'parse_checkpoints', 'check_adapters', 'notebook_parameters', 'resume_conflicts', 'resume_problem',
            'run_inputs', 'training_run', 'checkpoint_dirs', 'evaluation_inputs', 'trained_ids', 'overlap',
-           'check_inputs']
+           'split_problems', 'checker_problems', 'engine_problems', 'check_inputs']
 
 # %% ../../nbs/39c_inputs.ipynb #n005
 EMBEDDED_MODEL = "embedded:SmolLM2-135M-Instruct"          # what a run's config records for the embedded model
@@ -302,13 +302,61 @@ def overlap(arms:dict, # checkpoint name -> adapter folder
         if both := sorted(heldout & trained_ids(read_json(run, "config"))): out[name] = both
     return out
 
+# %% ../../nbs/39c_inputs.ipynb #v020p
+def split_problems(nb:str, # the run notebook's name
+                   p:dict, # its parameters, defaults filled
+                   tasks:list)->tuple[list[str], list]: # (the problems, the held-out tasks)
+    "A split that leaves training fewer prompts than a step takes, or holds out none to evaluate."
+    from proposal_nb.programs.tasks import split_tasks
+    train, held = split_tasks(tasks, p["heldout_frac"], p.get("split_seed", 42))
+    n, out = p.get("prompts_per_step", 1), []
+    if nb == "11_train_online" and len(train) < n:
+        out.append(f"the split leaves {len(train)} training prompt(s) of {len(tasks)} (heldout_frac={p['heldout_frac']}), fewer than "
+                   f"prompts_per_step={n}: lower heldout_frac or prompts_per_step, or give more tasks")
+    if nb == "13_evaluate" and not held:
+        out.append(f"the split holds out no prompt of {len(tasks)} (heldout_frac={p['heldout_frac']}): raise heldout_frac")
+    return out, held
+
+def checker_problems(nb:str, p:dict)->list[str]:
+    "A potential or prefix potential that is neither a registered name nor an importable checker of one's own (module:function)."
+    from proposal_nb.programs.potentials import Potential, PREFIX_POTENTIALS, PrefixPotential, load_checker
+    out = []
+    if "potential" in p:
+        kinds = TRAIN_POTENTIALS if nb == "11_train_online" else Potential.kinds
+        if ":" in p["potential"]:                  # a checker of one's own, module:function: imported and checked now
+            try: load_checker(p["potential"])
+            except ValueError as e: out.append(f"potential: {e}")
+        elif p["potential"] not in kinds: out.append(f"potential {p['potential']!r} is not one of {', '.join(kinds)} (or a checker of your own: module:function)")
+    if p.get("prefix_potential"):                  # a prefix checker (SMC): a registry name, or module:function imported now
+        if ":" in p["prefix_potential"]:
+            try: load_checker(p["prefix_potential"], PrefixPotential)
+            except ValueError as e: out.append(f"prefix_potential: {e}")
+        elif p["prefix_potential"] not in PREFIX_POTENTIALS:
+            out.append(f"prefix_potential {p['prefix_potential']!r} is not one of {', '.join(PREFIX_POTENTIALS)} (or a checker of your own: module:function)")
+    return out
+
+def engine_problems(p:dict)->list[str]:
+    "An attention implementation or engine that is unknown, not installed here, or unable to run the model."
+    out = []
+    if p.get("attn_implementation") and p["attn_implementation"] not in ATTN_IMPLEMENTATIONS:
+        out.append(f"attn_implementation {p['attn_implementation']!r} is not one of {', '.join(ATTN_IMPLEMENTATIONS)} (or empty: transformers' choice)")
+    elif str(p.get("attn_implementation", "")).startswith("flash_attention") and importlib.util.find_spec("flash_attn") is None:
+        out.append(f"attn_implementation {p['attn_implementation']!r}: the flash-attn package is not installed here; use sdpa")
+    if "engine" in p:
+        if p["engine"] not in ENGINE_NAMES: out.append(f"engine {p['engine']!r} is not one of {', '.join(ENGINE_NAMES)}")
+        elif p["engine"] == "vllm" and importlib.util.find_spec("vllm") is None: out.append(f"engine 'vllm': vLLM is not installed here ({VLLM_REMEDY})")
+        elif p["engine"] == "fast" and p.get("model") and (Path(p["model"]).expanduser() / "config.json").exists():
+            from proposal_nb.lm.fast_sampler import fast_support          # torch: only when the fast engine is asked for by name
+            from transformers import AutoConfig
+            if why := fast_support(SimpleNamespace(config=AutoConfig.from_pretrained(Path(p["model"]).expanduser()))):
+                out.append(f"engine 'fast': {why}; use engine auto or hf")
+    return out
+
 # %% ../../nbs/39c_inputs.ipynb #v020
 def check_inputs(nb_path:str|Path, # a run notebook
                  params:dict, # its parameters (the given ones; the notebook's defaults fill the rest)
                 )->list[str]: # the problems, each naming the input and the fix ([] when none is found)
     "What is wrong with a run's inputs, found without a kernel: model, tasks and split, potential, engine, checkpoints, resume."
-    from proposal_nb.programs.tasks import split_tasks
-    from proposal_nb.programs.potentials import Potential
     nb, p, out = Path(nb_path).stem, {**parameter_defaults(nb_path), **params}, []
     if p.get("runs"):
         try:
@@ -323,39 +371,8 @@ def check_inputs(nb_path:str|Path, # a run notebook
                                  *(p.get(k, "") for k in TASK_SOURCE_KEYS)); out.append(msg)
     held = None
     if tasks and "heldout_frac" in p:
-        train, held = split_tasks(tasks, p["heldout_frac"], p.get("split_seed", 42))
-        n = p.get("prompts_per_step", 1)
-        if nb == "11_train_online" and len(train) < n:
-            out.append(f"the split leaves {len(train)} training prompt(s) of {len(tasks)} (heldout_frac={p['heldout_frac']}), fewer than "
-                       f"prompts_per_step={n}: lower heldout_frac or prompts_per_step, or give more tasks")
-        if nb == "13_evaluate" and not held:
-            out.append(f"the split holds out no prompt of {len(tasks)} (heldout_frac={p['heldout_frac']}): raise heldout_frac")
-    if "potential" in p:
-        kinds = TRAIN_POTENTIALS if nb == "11_train_online" else Potential.kinds
-        if ":" in p["potential"]:                  # a checker of one's own, module:function: imported and checked now
-            from proposal_nb.programs.potentials import load_checker
-            try: load_checker(p["potential"])
-            except ValueError as e: out.append(f"potential: {e}")
-        elif p["potential"] not in kinds: out.append(f"potential {p['potential']!r} is not one of {', '.join(kinds)} (or a checker of your own: module:function)")
-    if p.get("prefix_potential"):                  # a prefix checker (SMC): a registry name, or module:function imported now
-        from proposal_nb.programs.potentials import PREFIX_POTENTIALS, PrefixPotential, load_checker
-        if ":" in p["prefix_potential"]:
-            try: load_checker(p["prefix_potential"], PrefixPotential)
-            except ValueError as e: out.append(f"prefix_potential: {e}")
-        elif p["prefix_potential"] not in PREFIX_POTENTIALS:
-            out.append(f"prefix_potential {p['prefix_potential']!r} is not one of {', '.join(PREFIX_POTENTIALS)} (or a checker of your own: module:function)")
-    if p.get("attn_implementation") and p["attn_implementation"] not in ATTN_IMPLEMENTATIONS:
-        out.append(f"attn_implementation {p['attn_implementation']!r} is not one of {', '.join(ATTN_IMPLEMENTATIONS)} (or empty: transformers' choice)")
-    elif str(p.get("attn_implementation", "")).startswith("flash_attention") and importlib.util.find_spec("flash_attn") is None:
-        out.append(f"attn_implementation {p['attn_implementation']!r}: the flash-attn package is not installed here; use sdpa")
-    if "engine" in p:
-        if p["engine"] not in ENGINE_NAMES: out.append(f"engine {p['engine']!r} is not one of {', '.join(ENGINE_NAMES)}")
-        elif p["engine"] == "vllm" and importlib.util.find_spec("vllm") is None: out.append(f"engine 'vllm': vLLM is not installed here ({VLLM_REMEDY})")
-        elif p["engine"] == "fast" and p.get("model") and (Path(p["model"]).expanduser() / "config.json").exists():
-            from proposal_nb.lm.fast_sampler import fast_support          # torch: only when the fast engine is asked for by name
-            from transformers import AutoConfig
-            if why := fast_support(SimpleNamespace(config=AutoConfig.from_pretrained(Path(p["model"]).expanduser()))):
-                out.append(f"engine 'fast': {why}; use engine auto or hf")
+        msgs, held = split_problems(nb, p, tasks); out += msgs
+    out += checker_problems(nb, p) + engine_problems(p)
     if nb == "13_evaluate" and "checkpoints" in p:
         try:
             arms = parse_checkpoints(p["checkpoints"]); out += check_adapters(arms, p.get("model", ""))
