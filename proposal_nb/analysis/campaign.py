@@ -11,7 +11,8 @@ from pathlib import Path
 from ..results import project_commit
 
 # %% auto #0
-__all__ = ['ZX', 'USER_COMMAND', 'CAMPAIGN', 'STRICT', 'FP32', 'provenance', 'View', 'run_analyses']
+__all__ = ['ZX', 'USER_COMMAND', 'CAMPAIGN', 'STRICT', 'FP32', 'provenance', 'View', 'breakeven_bf16', 'strict_bins', 'fp32_side',
+           'interval_coverage', 'run_analyses']
 
 # %% ../../nbs/37_campaign.ipynb #c004
 ZX = "h200_z_embedded"      # the base model's Z(x) run: 20 draws per prompt, training and held-out split
@@ -46,6 +47,63 @@ def _ci(e, lo, hi, d=3)->str:
     f = lambda x: "∞" if not math.isfinite(x) else (f"{x:,.0f}" if abs(x) >= 100 else f"{x:.{d}f}")
     return f"{f(e)} [{f(lo)}, {f(hi)}]"
 
+# %% ../../nbs/37_campaign.ipynb #c045h
+def _print_breakeven(x:str, s:dict, verdict:bool=False):
+    u = s["u_shape"]["checker_calls"]
+    print(x, json.dumps(dict(k_eq=s["k_eq"], nstar=u["nstar"]) | (dict(u=u["verdict"]) if verdict else {})))
+
+def breakeven_bf16(root:Path, arms:list, offline:list, shares:dict, sources:dict, n_boot:int, seed:int):
+    "campaign_breakeven_<arm> of the bf16 arms against campaign_eval: the online arms on their logs, filtered BC on its fit and their pooled serving costs."
+    from proposal_nb.results import read_table
+    from proposal_nb.analysis.campaign_breakeven import breakeven_arm, breakeven_offline, pooled_costs, write_breakeven
+    ev = root / "campaign_eval"
+    n_base = int(read_table(ev, "draws").query("checkpoint == 'base'").groupby("prompt_id").size().min())
+    logs = []
+    for x in arms:
+        be, extra = breakeven_arm(x, ev, root / f"campaign_{x}", shares, n_boot, seed)
+        logs.append(extra["log"])
+        _print_breakeven(x, write_breakeven(root / f"campaign_breakeven_{x}", x, be, extra | dict(n_base=n_base), shares, sources, n_boot, seed), verdict=True)
+    serving = pooled_costs(logs)
+    for x in offline:
+        be, extra = breakeven_offline(x, ev, root / f"campaign_{x}", shares, serving, n_boot, seed)
+        _print_breakeven(x, write_breakeven(root / f"campaign_breakeven_{x}", x, be, extra | dict(n_base=n_base), shares, sources, n_boot, seed))
+
+def strict_bins(root:Path, zx_config:dict, n_boot:int, seed:int):
+    "campaign_strict_zbins, when the strict pair was evaluated: its own evaluation, reference and potential, never mixed."
+    from proposal_nb.results import read_json, read_table
+    from proposal_nb.analysis.campaign_zbins import write_zbins
+    sev = root / STRICT.ev
+    if not read_json(sev, "config"): return
+    strict = [x for x in dict.fromkeys(read_table(sev, "per_prompt").arm) if x != STRICT.ref and (root / f"campaign_{x}" / "log.parquet").exists()]
+    src = {f"campaign_{x}": read_json(root / f"campaign_{x}", "config") for x in strict} | {STRICT.ev: read_json(sev, "config"), ZX: zx_config}
+    st = write_zbins(root / "campaign_strict_zbins", root, strict, src, n_boot, seed, view=STRICT)
+    print(json.dumps(dict(strict_wacc_last=st["wacc_last"])))
+
+def fp32_side(root:Path, fp32:list, configs:dict, shares:dict, zx_config:dict, n_boot:int, seed:int):
+    "The fp32 arms' break-even and bins against base_fp32 (their own evaluation), never mixed with bf16."
+    from proposal_nb.results import read_json, read_table
+    from proposal_nb.analysis.campaign_breakeven import breakeven_arm, write_breakeven
+    from proposal_nb.analysis.campaign_zbins import write_zbins
+    fev = root / FP32.ev
+    src = {f"campaign_{x}": configs[x] for x in fp32} | {FP32.ev: read_json(fev, "config"), ZX: zx_config}
+    n32 = int(read_table(fev, "draws").query(f"checkpoint == '{FP32.ref}'").groupby("prompt_id").size().min())
+    for x in fp32:
+        be, extra = breakeven_arm(x, fev, root / f"campaign_{x}", shares, n_boot, seed, ref=FP32.ref)
+        _print_breakeven(x, write_breakeven(root / f"campaign_breakeven_{x}", x, be, extra | dict(n_base=n32), shares, src, n_boot, seed))
+    f32 = write_zbins(root / "campaign_fp32_zbins", root, fp32, src, n_boot, seed, view=FP32)
+    print(json.dumps(dict(fp32_wacc_last=f32["wacc_last"])))
+
+def interval_coverage(root:Path, seed:int):
+    "campaign_interval_coverage: the coverage of the paired intervals on the per-prompt tables, at the sizes the findings name."
+    from proposal_nb.results import read_json
+    from proposal_nb.analysis.findings import power_sizes
+    from proposal_nb.analysis.intervals import EVALS, write_interval_coverage
+    src = {e: c for e, _ in EVALS if (c := read_json(root / e, "config"))}
+    prov = provenance(src, "coverage of the paired 95% intervals on the campaign's per-prompt tables; the method chosen per metric class (issue 39)")
+    prov["machine"] = prov["machine"].rsplit(", ", 1)[0] + ", bf16 and fp32 arms)"
+    c = write_interval_coverage(root / "campaign_interval_coverage", root, power_sizes(root), seed=seed, provenance=prov)
+    print(json.dumps(dict(interval_coverage=c["chosen"], overall=c["overall"])))
+
 # %% ../../nbs/37_campaign.ipynb #c045
 def run_analyses(root:Path, # the folder of published run folders (campaign_eval, campaign_<arm>, h200_z_embedded, ...)
                  n_boot:int=2000, # prompt-bootstrap resamples
@@ -56,7 +114,7 @@ def run_analyses(root:Path, # the folder of published run folders (campaign_eval
     evaluation and reference; writes campaign_breakeven_<arm>, campaign_zbins, campaign_strict_zbins, campaign_fp32_zbins, and last
     campaign_interval_coverage (the coverage of the paired intervals on the per-prompt tables, at the sizes the findings name)."""
     from proposal_nb.results import read_json, read_table
-    from proposal_nb.analysis.campaign_breakeven import breakeven_arm, breakeven_offline, is_online, job_shares, pooled_costs, write_breakeven
+    from proposal_nb.analysis.campaign_breakeven import is_online, job_shares
     from proposal_nb.analysis.campaign_zbins import write_zbins   # both import this module: here, not at its top
     ev = root / "campaign_eval"
     if read_json(ev, "config") is None: raise ValueError(f"{ev}: no config.json (run scripts/campaign.py report first)")
@@ -73,39 +131,9 @@ def run_analyses(root:Path, # the folder of published run folders (campaign_eval
     others = {}                                # the other jobs on the GPU (rollouts, base, the strict pair's, the fp32 side's) share it too
     for e in (ev, root / STRICT.ev, fev): others |= (read_json(e, "config") or {}).get("jobs") or {}
     shares = job_shares(configs, others)
-    n_base = int(read_table(ev, "draws").query("checkpoint == 'base'").groupby("prompt_id").size().min())
-    logs = []
-    for x in arms:
-        be, extra = breakeven_arm(x, ev, root / f"campaign_{x}", shares, n_boot, seed)
-        logs.append(extra["log"])
-        s = write_breakeven(root / f"campaign_breakeven_{x}", x, be, extra | dict(n_base=n_base), shares, sources, n_boot, seed)
-        print(x, json.dumps(dict(k_eq=s["k_eq"], nstar=s["u_shape"]["checker_calls"]["nstar"], u=s["u_shape"]["checker_calls"]["verdict"])))
-    serving = pooled_costs(logs)
-    for x in offline:
-        be, extra = breakeven_offline(x, ev, root / f"campaign_{x}", shares, serving, n_boot, seed)
-        s = write_breakeven(root / f"campaign_breakeven_{x}", x, be, extra | dict(n_base=n_base), shares, sources, n_boot, seed)
-        print(x, json.dumps(dict(k_eq=s["k_eq"], nstar=s["u_shape"]["checker_calls"]["nstar"])))
+    breakeven_bf16(root, arms, offline, shares, sources, n_boot, seed)
     s = write_zbins(root / "campaign_zbins", root, arms, sources, n_boot, seed, offline)
-    sev = root / STRICT.ev
-    if read_json(sev, "config"):                     # the strict pair: its own evaluation, reference and potential, never mixed
-        strict = [x for x in dict.fromkeys(read_table(sev, "per_prompt").arm) if x != STRICT.ref and (root / f"campaign_{x}" / "log.parquet").exists()]
-        src = {f"campaign_{x}": read_json(root / f"campaign_{x}", "config") for x in strict} | {STRICT.ev: read_json(sev, "config"), ZX: sources[ZX]}
-        st = write_zbins(root / "campaign_strict_zbins", root, strict, src, n_boot, seed, view=STRICT)
-        print(json.dumps(dict(strict_wacc_last=st["wacc_last"])))
-    if fp32:                                         # the fp32 arms: break-even and bins against base_fp32, never mixed with bf16
-        src = {f"campaign_{x}": configs[x] for x in fp32} | {FP32.ev: read_json(fev, "config"), ZX: sources[ZX]}
-        n32 = int(read_table(fev, "draws").query(f"checkpoint == '{FP32.ref}'").groupby("prompt_id").size().min())
-        for x in fp32:
-            be, extra = breakeven_arm(x, fev, root / f"campaign_{x}", shares, n_boot, seed, ref=FP32.ref)
-            b = write_breakeven(root / f"campaign_breakeven_{x}", x, be, extra | dict(n_base=n32), shares, src, n_boot, seed)
-            print(x, json.dumps(dict(k_eq=b["k_eq"], nstar=b["u_shape"]["checker_calls"]["nstar"])))
-        f32 = write_zbins(root / "campaign_fp32_zbins", root, fp32, src, n_boot, seed, view=FP32)
-        print(json.dumps(dict(fp32_wacc_last=f32["wacc_last"])))
-    from proposal_nb.analysis.findings import power_sizes
-    from proposal_nb.analysis.intervals import EVALS, write_interval_coverage
-    src = {e: c for e, _ in EVALS if (c := read_json(root / e, "config"))}
-    prov = provenance(src, "coverage of the paired 95% intervals on the campaign's per-prompt tables; the method chosen per metric class (issue 39)")
-    prov["machine"] = prov["machine"].rsplit(", ", 1)[0] + ", bf16 and fp32 arms)"
-    c = write_interval_coverage(root / "campaign_interval_coverage", root, power_sizes(root), seed=seed, provenance=prov)
-    print(json.dumps(dict(interval_coverage=c["chosen"], overall=c["overall"])))
+    strict_bins(root, sources[ZX], n_boot, seed)
+    if fp32: fp32_side(root, fp32, configs, shares, sources[ZX], n_boot, seed)
+    interval_coverage(root, seed)
     print(json.dumps(dict(skyline=s["skyline"], wacc_last=s["wacc_last"]), indent=1))
