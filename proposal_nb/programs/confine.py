@@ -372,7 +372,8 @@ def confine_candidate(spec:dict, # limits and layers (see `Supervisor.spawn`)
         if eff and int(eff[0].split()[1], 16): raise PermissionError(f'capabilities still held: {eff[0]}')
         _fresh_signals()
     except BaseException as e:
-        try: link.send(b'E' + repr(e).encode()[:4000])
+        why = repr(e) + (f' on {e.filename}' if isinstance(e, OSError) and e.filename else '')   # repr omits the path
+        try: link.send(b'E' + why.encode()[:4000])
         finally: os._exit(97)
     try:
         link.send(b'R')
