@@ -65,7 +65,7 @@ def test_sigkill_between_appended_parts_and_a_checkpoint(tmp_path):
     "Killed after step 5 appended its parts (checkpoint and compaction at step 3): the resumed run drops steps 4-5 and ends as the unbroken one."
     import pandas as pd
     from proposal_nb.lm.rollouts import text_hash
-    from proposal_nb.lm.training import run_table
+    from proposal_nb.lm.run_tables import run_table
     full, killed = tmp_path / "full", tmp_path / "killed"
     one = lambda d, slow: subprocess.Popen([sys.executable, "-c", ONE_CALL, str(d), "iguana", str(slow)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     p = one(full, 0)

@@ -24,12 +24,12 @@ from .models import model_dtype, exact_defaults, prior_copy
 from ..theory.design import ema_floor
 from ..results import checkpoint_parts
 from .rollouts import PotentialFn, prompt_texts, text_hash, adapter_state, load_adapter_state, load_checkpoint, resolve_scoring
+from .run_tables import TABLES, PARTS, run_table, append_tables, write_tables, restore_tables
 from .identity_guard import warn_weights, identity_check, window_warnings, prior_draws, reverse_identity
 
 # %% auto #0
-__all__ = ['EXTENDABLE', 'LEGACY_LOOP', 'TABLES', 'PARTS', 'TIMING', 'step_seed', 'step_prompts', 'adam_moment_norm',
-           'global_field', 'global_visit', 'RunHooks', 'OnlineRun', 'run_table', 'Callback', 'SavePoints', 'Evaluate',
-           'Deadline', 'same_run']
+__all__ = ['EXTENDABLE', 'LEGACY_LOOP', 'TIMING', 'step_seed', 'step_prompts', 'adam_moment_norm', 'global_field', 'global_visit',
+           'RunHooks', 'OnlineRun', 'Callback', 'SavePoints', 'Evaluate', 'Deadline', 'same_run']
 
 # %% ../../nbs/27_training.ipynb #c013
 def step_seed(seed:int, step:int, salt:str)->int:
@@ -442,71 +442,7 @@ def _draw_rows(self:OnlineRun, every:list, all_ids:list, visit:E.Visit, info, sc
 OnlineRun._log_row, OnlineRun._draw_rows = _log_row, _draw_rows
 
 # %% ../../nbs/27_training.ipynb #tb02
-TABLES = ("log", "draws")   # the run's tables: log.parquet (a row per step), draws.parquet (a row per draw)
-PARTS = "parts"             # the run folder's subfolder of appended parts, <table>-<step>.parquet
-
-def _atomic_parquet(df:pd.DataFrame, f:Path):
-    "Write `f` whole or not at all: a kill leaves the old file (or none) and a `*.tmp.parquet` that readers skip."
-    tmp = f.with_name(f.name.removesuffix(".parquet") + ".tmp.parquet")
-    df.to_parquet(tmp); os.replace(tmp, f)
-
-# %% ../../nbs/27_training.ipynb #tb02b
-def _parts(run_dir, name:str)->list[Path]:
-    "The appended parts of table `name`, in step order (a write cut short, `*.tmp.parquet`, is none)."
-    return sorted(p for p in (Path(run_dir) / PARTS).glob(f"{name}-*.parquet") if not p.name.endswith(".tmp.parquet"))
-
-def _table_frames(run_dir, name:str, upto:int|None=None)->list[pd.DataFrame]:
-    "The compacted file and the parts after it, each as written, rows with step <= `upto`; a part's rows already compacted are skipped."
-    f, out, last = Path(run_dir) / f"{name}.parquet", [], -math.inf
-    for p in ([f] if f.exists() else []) + _parts(run_dir, name):
-        x = pd.read_parquet(p)
-        if not len(x): continue
-        x, last = x[x.step > last], max(last, int(x.step.max()))
-        if upto is not None: x = x[x.step <= upto]
-        if len(x): out.append(x.reset_index(drop=True))
-    return out
-
-def run_table(run_dir, # a training run folder
-              name:str, # "log" or "draws"
-              upto:int|None=None, # only the rows of steps <= upto
-             )->pd.DataFrame:
-    "A run's table as it stands now, while it trains too: the compacted `<name>.parquet` and the parts appended since."
-    if name not in TABLES: raise ValueError(f"a run's tables are {TABLES}, got {name!r}")
-    fr = _table_frames(run_dir, name, upto)
-    return pd.concat(fr, ignore_index=True) if fr else pd.DataFrame()
-
-# %% ../../nbs/27_training.ipynb #tb02c
-def _append_tables(self:OnlineRun):
-    "Write the rows added since the last call as one part per table: a step costs O(its rows)."
-    for name in TABLES:
-        rows = getattr(self, name)[self.appended[name]:]
-        if rows:
-            (self.dir / PARTS).mkdir(exist_ok=True)
-            _atomic_parquet(pd.DataFrame(rows), self.dir / PARTS / f"{name}-{self.step:08d}.parquet")
-        self.appended[name] += len(rows)
-
-def _write_tables(self:OnlineRun):
-    "Compact: log.parquet and draws.parquet of every row appended so far, then remove the parts (their rows are in them)."
-    n = dict(self.appended)
-    if self.compacted == n or not n["log"]: return                  # nothing new (or nothing yet)
-    for name in TABLES: _atomic_parquet(pd.DataFrame(getattr(self, name)[:n[name]]), self.dir / f"{name}.parquet")
-    for p in (self.dir / PARTS).glob("*.parquet"): p.unlink()
-    self.compacted = n
-
-# %% ../../nbs/27_training.ipynb #tb02d
-def _restore_tables(self:OnlineRun, ck:Path, s:dict):
-    "The draws up to checkpoint `ck` (its trainer state `s`) from the folder; the main process rewrites the folder's tables to exactly the checkpoint's rows."
-    if "draws" in s: self.draws = s["draws"]                            # a checkpoint from before the appended tables holds its draws
-    elif self.is_main:
-        self.draws = [r for x in _table_frames(self.dir, "draws", self.step) for r in x.to_dict("records")]
-        if len(self.draws) != s["tables"]["draws"]:
-            raise ValueError(f"{ck} covers {s['tables']['draws']:,} draws up to step {self.step}, but {self.dir} holds {len(self.draws):,} of them "
-                             f"(draws.parquet and {PARTS}/): the run folder is incomplete. Copy a run folder whole to resume it")
-    else: self.draws = []                                               # only the main process writes the tables
-    self.appended, self.compacted = dict(log=len(self.log), draws=len(self.draws)), None
-    if self.is_main: self.write_tables()
-
-OnlineRun.append_tables, OnlineRun.write_tables, OnlineRun.restore_tables = _append_tables, _write_tables, _restore_tables
+OnlineRun.append_tables, OnlineRun.write_tables, OnlineRun.restore_tables = append_tables, write_tables, restore_tables
 
 # %% ../../nbs/27_training.ipynb #cb01
 class Callback:
