@@ -274,17 +274,10 @@ class Draws(NamedTuple):
     logprobs: torch.Tensor  # [R, n] the sampler's own per-token log-probs (0 after the stop)
     lengths: torch.Tensor   # [R] tokens up to and including the stop (n where none)
 
-# %% ../../nbs/25a_fast_sampler.ipynb #c016b
-@torch.no_grad()
-def _draw(self:FastSampler, prompts:Sequence[Sequence[int]], # token ids of each prompt
-         n:int|Sequence[int], # draws per prompt, or one count per prompt (rows = their sum ≤ batch)
-         new_tokens:int, # completion cap
-         keys:torch.Tensor, # [rows] int64 row keys, prompt-major
-         temperature:float=1.0, # sampling temperature (no truncation)
-         check_every:int=16, # decode steps between checks whether every row stopped (a host sync)
-         forced:Sequence[tuple]=(), # (prompt ids, completion ids) pairs: rows after the draws that follow the given tokens
-        )->Draws:
-    "Draw `n` completions of each prompt; row r's draw depends only on its prompt, its key and the weights. Forced rows get the log-probs of their tokens under the same categoricals."
+# %% ../../nbs/25a_fast_sampler.ipynb #c016p
+def _draw_plan(self:FastSampler, prompts:Sequence[Sequence[int]], n:int|Sequence[int], new_tokens:int, keys:torch.Tensor,
+               temperature:float, forced:Sequence[tuple])->tuple:
+    "`draw`'s arguments checked against the sampler: (draws per prompt, forced prompts, forced completions, keys as int64, the prompt region's end)."
     counts = [n] * len(prompts) if isinstance(n, int) else [int(c) for c in n]
     if len(counts) != len(prompts) or min(counts, default=1) < 1: raise ValueError(f"need one draw count ≥ 1 per prompt, got {n} for {len(prompts)} prompts")
     fP, fC = [list(map(int, p)) for p, _ in forced], [list(map(int, c)) for _, c in forced]
@@ -299,8 +292,34 @@ def _draw(self:FastSampler, prompts:Sequence[Sequence[int]], # token ids of each
     if end + new_tokens > self.max_len: raise ValueError(f"a prompt of {end} + {new_tokens} new tokens exceeds max_len={self.max_len}")
     for i, c in enumerate(fC):
         if not 1 <= len(c) <= new_tokens: raise ValueError(f"forced completion {i} has {len(c)} tokens; it needs 1..{new_tokens}")
-    dev = self.device
     if temperature != 1 and not self.config.is_plain: raise ValueError(f"temperature={temperature} on top of {self.config}: set the temperature in the config")
+    return counts, fP, fC, keys, end
+
+def _prefill_groups(prompts:list, counts:list[int], fP:list, R:int)->list[tuple]:
+    "(prompt, rows) pairs to prefill: each prompt's draws, then the forced rows after row `R`."
+    bounds = [sum(counts[:j]) for j in range(len(counts) + 1)]
+    groups = [(p, slice(bounds[j], bounds[j + 1])) for j, p in enumerate(prompts)]
+    for i, p in enumerate(fP):                                    # forced rows in a run on one prompt share its prefill, as draws do
+        if i and p == fP[i - 1]: groups[-1] = (p, slice(groups[-1][1].start, R + i + 1))
+        else: groups.append((p, slice(R + i, R + i + 1)))
+    return groups
+
+FastSampler._draw_plan = _draw_plan
+
+
+# %% ../../nbs/25a_fast_sampler.ipynb #c016b
+@torch.no_grad()
+def _draw(self:FastSampler, prompts:Sequence[Sequence[int]], # token ids of each prompt
+         n:int|Sequence[int], # draws per prompt, or one count per prompt (rows = their sum ≤ batch)
+         new_tokens:int, # completion cap
+         keys:torch.Tensor, # [rows] int64 row keys, prompt-major
+         temperature:float=1.0, # sampling temperature (no truncation)
+         check_every:int=16, # decode steps between checks whether every row stopped (a host sync)
+         forced:Sequence[tuple]=(), # (prompt ids, completion ids) pairs: rows after the draws that follow the given tokens
+        )->Draws:
+    "Draw `n` completions of each prompt; row r's draw depends only on its prompt, its key and the weights. Forced rows get the log-probs of their tokens under the same categoricals."
+    counts, fP, fC, keys, end = self._draw_plan(prompts, n, new_tokens, keys, temperature, forced)
+    R, F, dev = sum(counts), len(fC), self.device
     self.temperature.fill_(temperature)
     if self.seen is not None: self.seen.zero_()
     for x in (self.count, self.run, self.start, self.plen, self.flen): x.zero_()
@@ -311,12 +330,7 @@ def _draw(self:FastSampler, prompts:Sequence[Sequence[int]], # token ids of each
     h = torch.zeros(self.B, dtype=torch.int32); h[:R] = key_hash(keys)
     self.h.copy_(h.to(dev))
     first = torch.zeros(self.B, self.vocab, device=dev, dtype=torch.float32)
-    bounds = [sum(counts[:j]) for j in range(len(counts) + 1)]
-    groups = [(p, slice(bounds[j], bounds[j + 1])) for j, p in enumerate(prompts)]
-    for i, p in enumerate(fP):                                    # forced rows in a run on one prompt share its prefill, as draws do
-        if i and p == fP[i - 1]: groups[-1] = (p, slice(groups[-1][1].start, R + i + 1))
-        else: groups.append((p, slice(R + i, R + i + 1)))
-    for p, rows in groups:
+    for p, rows in _prefill_groups(prompts, counts, fP, R):
         first[rows] = self._prefill(torch.as_tensor(p, dtype=torch.long, device=dev), rows, end - len(p))
         self.start[rows] = end - len(p); self.plen[rows] = len(p)
         if self.seen is not None: self.seen[rows].index_fill_(1, torch.as_tensor(p, dtype=torch.long, device=dev), True)
