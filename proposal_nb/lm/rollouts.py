@@ -168,6 +168,37 @@ def resolve_scoring(model, # the model whose draws are weighed
     if mode == "model": mode = "fp32_prior"               # a bf16 model where the exact default is float32 (a CPU without native bf16)
     return "fp32_prior" if mode == "fixed_shape" and not prior.is_plain else mode
 
+# %% ../../nbs/26_rollouts.ipynb #c012p
+def _arm_densities(model, flat:list, base:bool, engine:str, weights:str, scoring:str, prior:DecodingConfig, prior_model)->tuple:
+    "log p, log q and the outside-the-kept-set mask of an arm's draws `flat` (see `evaluation_draws`)."
+    if base:                                             # the density the draws came from: the sampler's own (a reverse weight's p)
+        if weights == "sampler":
+            logp, outside = torch.tensor([math.fsum(x) for x in own_logprobs(flat, engine)], dtype=torch.float64), np.zeros(len(flat), bool)
+        else: logp, outside = _prior_density(model, flat, prior)
+        return logp, logp, outside
+    P, C = [g.prompt_ids for g in flat], [g.token_ids for g in flat]   # the proposal: T = 1, untruncated, so the sampler's log-probs are log q
+    with torch.no_grad():
+        if weights == "scorer": logq, logp = score_pq(model, P, C, prior_config=prior, batch_size=8)
+        else:
+            logq = torch.tensor([math.fsum(x) for x in own_logprobs(flat, engine)], dtype=torch.float64)
+            mode = resolve_scoring(model, scoring, prior)
+            pm = prior_model if prior_model is not None or mode != "fp32_prior" else prior_copy(model)
+            logp = prior_token_logprobs(model, P, C, mode, pm, prior, batch_size=8)[0].sum(-1)
+    return logp, logq, logp.isinf().cpu().numpy()        # outside the prior's kept set: weight 0
+
+def _draws_table(checkpoint:str, flat_t:list, draws:list, r:dict, logp, logq, M:int, outside=None, keep_tokens:bool=False)->pd.DataFrame:
+    "The evaluation's rows (DRAW_COLUMNS, the completions; `outside_kept` when given; the token ids with `keep_tokens`), before tags."
+    flat, texts = [g for d in draws for g in d], [g.text for d in draws for g in d]
+    idx = np.array([m for d in draws for m in range(len(d))])
+    logr = np.log(np.where(r["valid"] > 0, r["valid"], 1.0)); logr[r["valid"] <= 0] = -np.inf
+    df = pd.DataFrame(dict(prompt_id=[t.id for t in flat_t], checkpoint=checkpoint, run=idx // M, draw=idx % M,
+                           valid=r["valid"], correct=r["correct"] * (r["valid"] > 0),
+                           logp=logp.double().cpu().numpy(), logq=logq.double().cpu().numpy(), logr=logr,
+                           length=[len(g.token_ids) for g in flat], text_hash=[text_hash(x) for x in texts], completion=texts))
+    if outside is not None: df["outside_kept"] = outside.astype(int)
+    if keep_tokens: df["prompt_ids"], df["token_ids"] = [list(g.prompt_ids) for g in flat], [list(g.token_ids) for g in flat]
+    return df
+
 # %% ../../nbs/26_rollouts.ipynb #c012b
 def evaluation_draws(model, # a PeftModel (its adapter is replaced by `state` when given)
                      tokenizer, # its tokenizer
@@ -191,44 +222,20 @@ def evaluation_draws(model, # a PeftModel (its adapter is replaced by `state` wh
                     )->pd.DataFrame: # DRAW_COLUMNS (+ tags, + completion: each text, + token columns with keep_tokens, + outside_kept for a truncated prior)
     "R×M draws per task from one checkpoint with validity, correctness and both densities: DRAW_COLUMNS rows."
     if weights not in ("sampler", "scorer"): raise ValueError(f"weights must be 'sampler' or 'scorer', got {weights!r}")
-    draw = lambda adapter, cfg: keyed_generations(model, tokenizer, tasks, R * M, seed, "eval", engine, max_new_tokens, batch_size,
-                                                  adapter=adapter, progress=progress, config=cfg)
     clock = [time.perf_counter()]                        # phase ends: generation, scoring, grading (df.attrs['seconds'])
-    if state is None:                                    # the base arm: q = p_gen, draws from the prior sampler itself
-        draws = draw(False, prior); clock.append(time.perf_counter())
-        flat = [g for d in draws for g in d]
-        if weights == "sampler":                         # the density the draws came from: the sampler's own (a reverse weight's p)
-            logp, outside = torch.tensor([math.fsum(x) for x in own_logprobs(flat, engine)], dtype=torch.float64), np.zeros(len(flat), bool)
-        else: logp, outside = _prior_density(model, flat, prior)
-        logq = logp
-    else:                                                # the proposal: T = 1, untruncated, so the sampler's log-probs are log q
-        load_adapter_state(model, state)
-        draws = draw(True, DecodingConfig()); clock.append(time.perf_counter())
-        flat = [g for d in draws for g in d]
-        P, C = [g.prompt_ids for g in flat], [g.token_ids for g in flat]
-        with torch.no_grad():
-            if weights == "scorer": logq, logp = score_pq(model, P, C, prior_config=prior, batch_size=8)
-            else:
-                logq = torch.tensor([math.fsum(x) for x in own_logprobs(flat, engine)], dtype=torch.float64)
-                mode = resolve_scoring(model, scoring, prior)
-                pm = prior_model if prior_model is not None or mode != "fp32_prior" else prior_copy(model)
-                logp = prior_token_logprobs(model, P, C, mode, pm, prior, batch_size=8)[0].sum(-1)
-        outside = logp.isinf().cpu().numpy()             # outside the prior's kept set: weight 0
+    if state is not None: load_adapter_state(model, state)
+    draws = keyed_generations(model, tokenizer, tasks, R * M, seed, "eval", engine, max_new_tokens, batch_size, adapter=state is not None,
+                              progress=progress, config=prior if state is None else DecodingConfig())   # the base arm: q = p_gen, from the prior sampler
+    clock.append(time.perf_counter())
+    flat = [g for d in draws for g in d]
+    logp, logq, outside = _arm_densities(model, flat, state is None, engine, weights, scoring, prior, prior_model)
     clock.append(time.perf_counter())
     flat_t = [t for t, d in zip(tasks, draws) for _ in d]
-    texts = [g.text for g in flat]
-    r = grade({"valid": valid, "correct": correct}, flat_t, texts); clock.append(time.perf_counter())
-    idx = np.array([m for d in draws for m in range(len(d))])
-    logr = np.log(np.where(r["valid"] > 0, r["valid"], 1.0)); logr[r["valid"] <= 0] = -np.inf
-    df = pd.DataFrame(dict(prompt_id=[t.id for t in flat_t], checkpoint=checkpoint, run=idx // M, draw=idx % M,
-                           valid=r["valid"], correct=r["correct"] * (r["valid"] > 0),
-                           logp=logp.double().cpu().numpy(), logq=logq.double().cpu().numpy(), logr=logr,
-                           length=[len(g.token_ids) for g in flat], text_hash=[text_hash(x) for x in texts], completion=texts))
-    if not prior.is_plain: df["outside_kept"] = outside.astype(int)
-    if keep_tokens: df["prompt_ids"], df["token_ids"] = [list(g.prompt_ids) for g in flat], [list(g.token_ids) for g in flat]
-    df = _with_tags(df, tasks)
+    r = grade({"valid": valid, "correct": correct}, flat_t, [g.text for g in flat]); clock.append(time.perf_counter())
+    df = _with_tags(_draws_table(checkpoint, flat_t, draws, r, logp, logq, M, outside if not prior.is_plain else None, keep_tokens), tasks)
     df.attrs["seconds"] = {k: round(b - a, 2) for k, a, b in zip(("generation", "scoring", "grading"), clock, clock[1:])}
     return df
+
 
 # %% ../../nbs/26_rollouts.ipynb #c012d
 def prior_table(model, # a PeftModel
