@@ -204,8 +204,8 @@ FastSampler.refresh, FastSampler.recapture = _refresh, _recapture
 
 # %% ../../nbs/25a_fast_sampler.ipynb #c015
 @torch.no_grad()
-def _prefill(self:FastSampler, prompt:torch.Tensor, rows:slice, start:int):
-    "Run one prompt (batch 1) at positions 0..P−1, write its keys/values into `rows` from column `start`; last logits."
+def _prefill(self:FastSampler, prompt:torch.Tensor, rows:Sequence[slice], start:int):
+    "Run one prompt (batch 1) at positions 0..P−1, write its keys/values into each slice of `rows` from column `start`; last logits."
     P = prompt.numel()
     x = self.embed(prompt[None])
     cos, sin = self.cos[:, :P], self.sin[:, :P]
@@ -215,7 +215,7 @@ def _prefill(self:FastSampler, prompt:torch.Tensor, rows:slice, start:int):
         q, k, v = qkv.split([self.H * self.dh, self.KV * self.dh, self.KV * self.dh], -1)
         q, k = apply_rotary_pos_emb(q.view(1, P, self.H, self.dh).transpose(1, 2), k.view(1, P, self.KV, self.dh).transpose(1, 2), cos, sin)
         v = v.view(1, P, self.KV, self.dh).transpose(1, 2)
-        self.kc[i][rows, :, start:start + P] = k; self.vc[i][rows, :, start:start + P] = v
+        for r in rows: self.kc[i][r, :, start:start + P] = k; self.vc[i][r, :, start:start + P] = v
         o = F.scaled_dot_product_attention(q, k.repeat_interleave(g, 1), v.repeat_interleave(g, 1), is_causal=True, scale=self.scale)
         x = x + F.linear(o.transpose(1, 2).reshape(1, P, self.H * self.dh), w["o"], w["o_b"])
         h = _rms(x, w["ln2"], self.eps)
@@ -296,12 +296,19 @@ def _draw_plan(self:FastSampler, prompts:Sequence[Sequence[int]], n:int|Sequence
     return counts, fP, fC, keys, end
 
 def _prefill_groups(prompts:list, counts:list[int], fP:list, R:int)->list[tuple]:
-    "(prompt, rows) pairs to prefill: each prompt's draws, then the forced rows after row `R`."
-    bounds = [sum(counts[:j]) for j in range(len(counts) + 1)]
-    groups = [(p, slice(bounds[j], bounds[j + 1])) for j, p in enumerate(prompts)]
-    for i, p in enumerate(fP):                                    # forced rows in a run on one prompt share its prefill, as draws do
-        if i and p == fP[i - 1]: groups[-1] = (p, slice(groups[-1][1].start, R + i + 1))
-        else: groups.append((p, slice(R + i, R + i + 1)))
+    "(prompt, row slices) to prefill: one per distinct prompt, its draws' rows and the forced rows on it (after row `R`)."
+    groups, at, start = [], {}, 0
+    for p, n in zip(prompts, counts):
+        key = tuple(int(t) for t in p)
+        if key in at: groups[at[key]][1].append(slice(start, start + n))
+        else: at[key] = len(groups); groups.append((p, [slice(start, start + n)]))
+        start += n
+    for i, p in enumerate(fP):                                    # a forced row shares its prompt's prefill, as draws do
+        key = tuple(p)
+        if key not in at: at[key] = len(groups); groups.append((p, []))
+        rows = groups[at[key]][1]
+        if rows and rows[-1].stop == R + i: rows[-1] = slice(rows[-1].start, R + i + 1)
+        else: rows.append(slice(R + i, R + i + 1))
     return groups
 
 FastSampler._draw_plan = _draw_plan
@@ -331,9 +338,10 @@ def _draw(self:FastSampler, prompts:Sequence[Sequence[int]], # token ids of each
     self.h.copy_(h.to(dev))
     first = torch.zeros(self.B, self.vocab, device=dev, dtype=torch.float32)
     for p, rows in _prefill_groups(prompts, counts, fP, R):
-        first[rows] = self._prefill(torch.as_tensor(p, dtype=torch.long, device=dev), rows, end - len(p))
-        self.start[rows] = end - len(p); self.plen[rows] = len(p)
-        if self.seen is not None: self.seen[rows].index_fill_(1, torch.as_tensor(p, dtype=torch.long, device=dev), True)
+        logits = self._prefill(torch.as_tensor(p, dtype=torch.long, device=dev), rows, end - len(p))
+        for r in rows:
+            first[r] = logits; self.start[r] = end - len(p); self.plen[r] = len(p)
+            if self.seen is not None: self.seen[r].index_fill_(1, torch.as_tensor(p, dtype=torch.long, device=dev), True)
     self.start[R + F:] = end                                      # idle rows attend to their own tokens only
     self.plen[R + F:] = 1
     self.t.zero_(); self.pos.fill_(end)
