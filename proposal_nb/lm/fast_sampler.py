@@ -356,7 +356,7 @@ def _draw(self:FastSampler, prompts:Sequence[Sequence[int]], # token ids of each
         if (self._rule is not None or F) and done_n % check_every == 0 and bool(self.done.all()): break
     L = self.length[:R + F].clamp(max=done_n)
     keep = torch.arange(done_n, device=dev)[None] < L[:, None]
-    return Draws(torch.where(keep, self.out[:R + F, :done_n], self.pad_id).clone(), (self.lp[:R + F, :done_n] * keep).clone(), L.clone())
+    return Draws(torch.where(keep, self.out[:R + F, :done_n], self.pad_id).clone(), torch.where(keep, self.lp[:R + F, :done_n], 0.0), L.clone())   # 0 after the end, also where the pad token's log-prob is -inf
 
 FastSampler.draw = _draw
 
