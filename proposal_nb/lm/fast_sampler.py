@@ -338,10 +338,11 @@ def _draw(self:FastSampler, prompts:Sequence[Sequence[int]], # token ids of each
     self.h.copy_(h.to(dev))
     first = torch.zeros(self.B, self.vocab, device=dev, dtype=torch.float32)
     for p, rows in _prefill_groups(prompts, counts, fP, R):
-        logits = self._prefill(torch.as_tensor(p, dtype=torch.long, device=dev), rows, end - len(p))
+        ids = torch.as_tensor(p, dtype=torch.long, device=dev)   # one copy to the device per prompt
+        logits = self._prefill(ids, rows, end - len(p))
         for r in rows:
             first[r] = logits; self.start[r] = end - len(p); self.plen[r] = len(p)
-            if self.seen is not None: self.seen[r].index_fill_(1, torch.as_tensor(p, dtype=torch.long, device=dev), True)
+            if self.seen is not None: self.seen[r].index_fill_(1, ids, True)
     self.start[R + F:] = end                                      # idle rows attend to their own tokens only
     self.plen[R + F:] = 1
     self.t.zero_(); self.pos.fill_(end)
