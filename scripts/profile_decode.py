@@ -110,7 +110,7 @@ def main():
     layer_bytes = sum(nbytes(t) for k, t in w.items() if torch.is_tensor(t) and k in ("qkv", "o", "gate", "up", "down"))
     step_bytes = layer_bytes * len(s.w) + nbytes(s.head.weight)
     big = torch.empty(2**28 if cuda else 2**27, dtype=torch.uint8, device=dev); dst = torch.empty_like(big)
-    copy_gbps = round(2 * big.numel() / (clock(lambda: dst.copy_(big), n=20) * 1e-6) / 1e9, 1)   # read + write
+    copy_gbps = round(2 * big.numel() / (clock(lambda: dst.copy_(big), n=20) * 1e-6) / 1e9, 1)   # bytes read + written a second: the memory's rate
     products_us = sum(pieces[k] for k in ("qkv", "o", "gate", "up", "down"))
     name = torch.cuda.get_device_name(dev) if cuda else f"{platform.machine()} CPU, {torch.get_num_threads()} threads"
     res = dict(machine=name, device=dev.type, model=a.model, dtype=str(dtype).removeprefix("torch."), torch=torch.__version__,
@@ -121,7 +121,7 @@ def main():
                eager_ms_per_decode_step=eager_ms, kernels_busy_ms_per_step=busy_ms, profile_top_self=top, piece_us=pieces,
                layer_weight_bytes=layer_bytes, step_weight_bytes=step_bytes, copy_gb_per_s=copy_gbps,
                layer_products_us=round(products_us, 1), layer_products_gb_per_s=round(layer_bytes / (products_us * 1e-6) / 1e9, 1),
-               floor_ms_per_step=round(step_bytes / (copy_gbps / 2 * 1e9) * 1e3, 3))
+               floor_ms_per_step=round(step_bytes / (copy_gbps * 1e9) * 1e3, 3))   # reading the weights once, at the copy's bytes a second
     (out / "profile_decode.json").write_text(json.dumps(res, indent=1))
     print(json.dumps({k: res[k] for k in ("variants", "eager_ms_per_decode_step", "kernels_busy_ms_per_step", "floor_ms_per_step",
                                           "piece_us", "layer_products_gb_per_s", "copy_gb_per_s", "profile_top_self")}, indent=1))

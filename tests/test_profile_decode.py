@@ -16,6 +16,8 @@ def test_profile_decode_tiny_cpu(tmp_path):
     assert res["layer_weight_bytes"] == 4 * (qkv + o + gate_up_down) == 147_456
     assert res["step_weight_bytes"] == 2 * 147_456 + 4 * 512 * 64
     assert (res["layers"], res["cache_columns"], res["prompt_end"]) == (2, 64 + 8, 64)
+    # the floor reads the step's weights once at the memory's measured rate (a copy's bytes read + written a second)
+    assert res["floor_ms_per_step"] == round(res["step_weight_bytes"] / (res["copy_gb_per_s"] * 1e9) * 1e3, 3) > 0
     assert list(res["variants"]) == ["off"] and res["variants"]["off"]["ms_per_decode_step"] > 0
     assert res["kernels_busy_ms_per_step"] is None                       # a GPU-only figure
     assert 0 < sum(t["share"] for t in res["profile_top_self"]) <= 1.0001
