@@ -19,6 +19,7 @@
 set -uo pipefail
 T0=$(date +%s); BUDGET=$1; shift; ARMS=(); RESUME=""
 while [ $# -gt 0 ]; do if [ "$1" = --resume ]; then RESUME=$2; shift 2; else ARMS+=("$1"); shift; fi; done
+[ -f .campaign/src/COMMIT ] || { echo "no source snapshot in .campaign/src: carry it (the run call's carry names .campaign/src; it is git-ignored)" >&2; exit 2; }
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
 export PROPOSAL_NB_CACHE=/tmp/cache CAMPAIGN_COMMIT=$(cat .campaign/src/COMMIT) TOKENIZERS_PARALLELISM=false
 if [ ! -f /tmp/m/smollm2.gguf ]; then
