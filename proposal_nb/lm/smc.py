@@ -240,6 +240,34 @@ def tiny_byte_model(seed:int=0, # seeds the random init (the global RNG is left 
     model.generation_config.pad_token_id = 0
     return model, tok
 
+# %% ../../nbs/25c_smc.ipynb #c022f
+def _forward_one_token(model, # an HF causal LM
+                       seqs:list, # token-id tuples of one length L, each one token past a cached parent
+                       pasts:list, # each parent's keys and values: a list over layers of (keys, values) [1, kv, L-1, dh]
+                      )->tuple: # (next-token log-probs [n, V] float32 on cpu, each sequence's own keys and values)
+    "One forward for particles that each add one token to a cached parent."
+    from transformers import DynamicCache
+    dev = next(model.parameters()).device
+    kv = DynamicCache([(torch.cat([p[l][0] for p in pasts]), torch.cat([p[l][1] for p in pasts])) for l in range(len(pasts[0]))])
+    L = len(seqs[0])
+    out = model(input_ids=torch.tensor([[k[-1]] for k in seqs], device=dev),
+                position_ids=torch.full((len(seqs), 1), L - 1, device=dev), past_key_values=kv, use_cache=True)
+    layers = out.past_key_values.layers
+    return out.logits[:, -1].float().log_softmax(-1).cpu(), [[(x.keys[i:i + 1], x.values[i:i + 1]) for x in layers] for i in range(len(seqs))]
+
+def _forward_from_prefix(model, # an HF causal LM
+                         seq:tuple, # token ids
+                         j:int, # tokens of seq already cached (0: none)
+                         past, # the first j tokens' keys and values, or None when j = 0
+                        )->tuple: # (next-token log-probs [V] float32 on cpu, seq's keys and values)
+    "One forward over the tokens of `seq` past its cached prefix (all of them for a fresh prompt)."
+    from transformers import DynamicCache
+    dev = next(model.parameters()).device
+    out = model(input_ids=torch.tensor([seq[j:]], device=dev), position_ids=torch.arange(j, len(seq), device=dev)[None],
+                past_key_values=DynamicCache(past) if j else DynamicCache(), use_cache=True)
+    return out.logits[0, -1].float().log_softmax(-1).cpu(), [(x.keys, x.values) for x in out.past_key_values.layers]
+
+
 # %% ../../nbs/25c_smc.ipynb #c022
 _CLASSES = {}
 
@@ -248,13 +276,11 @@ def _kv_class():
     if "kv" in _CLASSES: return _CLASSES["kv"]
     require_genlm()
     from genlm.backend.llm.base import AsyncLM
-    from transformers import DynamicCache
 
     class KVLM(AsyncLM):
         "genlm's AsyncLM over one HF model, a KV cache per sequence: one new token per particle per step. No LoRA switching."
         def __init__(self, model, tokenizer, entries:int=256):
             self.model, self.entries = model.eval(), entries
-            self.device = next(model.parameters()).device
             self.cache = OrderedDict()                # tuple(ids) -> (next-token log-probs [V] float32 on cpu, kv or None)
             self.forwards = 0                         # forward passes run (for timings)
             super().__init__(tokenizer)
@@ -291,22 +317,12 @@ def _kv_class():
             step = [k for k in todo if self._kv(k[:-1]) is not None]
             for L in sorted({len(k) for k in step}):             # particles move in lockstep: one forward per length
                 group = [k for k in step if len(k) == L]
-                pasts = [self._kv(k[:-1]) for k in group]
-                kv = DynamicCache([(torch.cat([p[l][0] for p in pasts]), torch.cat([p[l][1] for p in pasts])) for l in range(len(pasts[0]))])
-                out = self.model(input_ids=torch.tensor([[k[-1]] for k in group], device=self.device),
-                                 position_ids=torch.full((len(group), 1), L - 1, device=self.device), past_key_values=kv, use_cache=True)
-                self.forwards += 1
-                lp = out.logits[:, -1].float().log_softmax(-1).cpu()
-                layers = out.past_key_values.layers
-                for i, k in enumerate(group): self._put(k, lp[i], [(x.keys[i:i + 1], x.values[i:i + 1]) for x in layers])
+                lp, kvs = _forward_one_token(self.model, group, [self._kv(k[:-1]) for k in group]); self.forwards += 1
+                for k, l, kv in zip(group, lp, kvs): self._put(k, l, kv)
             for k in todo:                                       # a prompt, or a parent no longer cached: from the longest cached prefix
                 if k in self.cache: continue
                 j = next((j for j in range(len(k) - 1, 0, -1) if self._kv(k[:j]) is not None), 0)
-                past = DynamicCache(self._kv(k[:j])) if j else DynamicCache()
-                out = self.model(input_ids=torch.tensor([k[j:]], device=self.device),
-                                 position_ids=torch.arange(j, len(k), device=self.device)[None], past_key_values=past, use_cache=True)
-                self.forwards += 1
-                self._put(k, out.logits[0, -1].float().log_softmax(-1).cpu(), [(x.keys, x.values) for x in out.past_key_values.layers])
+                self._put(k, *_forward_from_prefix(self.model, k, j, self._kv(k[:j]) if j else None)); self.forwards += 1
             for k in keys: self.cache.move_to_end(k)
             return torch.stack([self.cache[k][0] for k in keys])
 
