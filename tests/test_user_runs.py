@@ -68,6 +68,8 @@ def user(tmp_path_factory):
     (d / "my_tasks.jsonl").write_text(native_tasks())
     (d / "mbpp.jsonl").write_text("".join(json.dumps(dict(task_id=i, text=f"Write f{i}.", code=f"def f{i}(): return {i}",
                                                           test_list=[f"assert f{i}() == {i}"])) + "\n" for i in range(3)))
+    (d / "no_public.jsonl").write_text("".join(json.dumps(dict(id=f"t{i}", prompt=f"Write f{i}.", entry_point=f"f{i}", public_tests=[],
+                                                                hidden_tests=[f"assert f{i}() == {i}"])) + "\n" for i in range(6)))
     p = cli("run", "11_train_online.ipynb", "-p", "model", str(d / "my-coder"), "-p", "tasks", str(d / "my_tasks.jsonl"),   # absolute paths:
             "--out", str(d / "runs" / "my_iguana"), *SMALL_TRAIN, cwd=d)                                             # the old code ran it too
     assert p.returncode == 0, p.stdout + p.stderr
@@ -130,7 +132,9 @@ def test_item6_a_failed_attempt_is_no_run(user):
     (["-p", "model", "my-coder", "-p", "tasks", "my_tasks.jsonl", "-p", "layout", "mbbp"], "unknown layout 'mbbp'"),
     (["-p", "model", "my-coder", "-p", "tasks", "my_tasks.jsonl", "-p", "potential", "correct"], "potential 'correct' is not one of no_error, strict, tiered"),
     (["-p", "model", "my-coder", "-p", "tasks", "my_tasks.jsonl", "-p", "engine", "vlm"], "engine 'vlm' is not one of auto, fast, vllm, hf"),
-], ids=["model-folder", "hf-id-offline", "layout-suggested", "layout", "potential", "engine"])
+    (["-p", "model", "my-coder", "-p", "tasks", "no_public.jsonl", "-p", "potential", "strict"],
+     "no_public.jsonl, row 1: potential 'strict' needs public tests; task 't0' has none"),     # item 2: was found at the first grading
+], ids=["model-folder", "hf-id-offline", "layout-suggested", "layout", "potential", "engine", "rows-without-tests"])
 def test_item7_errors_come_in_the_first_second(user, args, says):
     "Old: each of these waited for the kernel (7-10 s), an HF id offline retried for 54 s, a missing folder read as a bad repo id."
     out = f"runs/err_{abs(hash(tuple(args)))}"

@@ -10,9 +10,9 @@ from .tasks import Task, TaskFormatError, IOCase, build_program, judge_context, 
 from .sandbox import Executor, Verdict, InfrastructureError
 
 # %% auto #0
-__all__ = ['PREFIX_POTENTIALS', 'no_error_tests', 'run_tasks', 'Potential', 'no_error', 'strict', 'tiered', 'correctness',
-           'exact_match', 'make_potential', 'load_checker', 'PluginPotential', 'PrefixPotential', 'prefix_compiles',
-           'compiles', 'program_so_far', 'CompilesSoFar', 'make_prefix_potential']
+__all__ = ['PREFIX_POTENTIALS', 'no_error_tests', 'run_tasks', 'potential_tests', 'grading_problem', 'Potential', 'no_error',
+           'strict', 'tiered', 'correctness', 'exact_match', 'make_potential', 'load_checker', 'PluginPotential',
+           'PrefixPotential', 'prefix_compiles', 'compiles', 'program_so_far', 'CompilesSoFar', 'make_prefix_potential']
 
 # %% ../../nbs/22_potentials.ipynb #c006
 def no_error_tests(task:Task, # the task (its smoke tests, else its entry point)
@@ -40,6 +40,29 @@ def _normalise(code:str)->str:
     return '\n'.join(l.rstrip() for l in code.strip('\n').splitlines() if l.strip())
 
 # %% ../../nbs/22_potentials.ipynb #c008b
+def potential_tests(kind:str, # a kind of `Potential`
+                    task:Task, # the task whose tests to run
+                    require_entry_point:bool=True, # no_error: the entry point must be defined
+                   )->tuple:
+    "The tests potential `kind` runs for `task`."
+    if kind == 'no_error': return no_error_tests(task, require_entry_point)
+    return task.hidden_tests if kind == 'correctness' else task.public_tests
+
+def grading_problem(kind:str, # a kind of `Potential`
+                    tasks:Sequence[Task], # tasks to be graded
+                    require_entry_point:bool=True, # no_error: the entry point must be defined
+                   )->str|None: # the first task it cannot grade, by file and row, and what it lacks; None: it can grade all
+    "Why potential `kind` cannot grade one of `tasks` (no executor needed: run checks read it before any kernel starts)."
+    need = {'strict': 'public tests', 'tiered': 'public tests', 'correctness': 'hidden tests',
+            'no_error': 'smoke tests or an entry point'}.get(kind)
+    for t in dict.fromkeys(tasks):
+        if kind == 'exact_match':
+            if not t.solution: return f'{t.origin or t.id}: potential exact_match needs a reference solution'
+        elif not potential_tests(kind, t, require_entry_point) and (kind != 'no_error' or require_entry_point):
+            return (f"{t.origin or t.id}: potential {kind!r} needs {need}; task {t.id!r} has none "
+                    f"(without them every program would score 1)")
+    return None
+
 class Potential:
     "A batch potential r(tasks, completions) -> array in [0, 1]."
     kinds = ('no_error', 'strict', 'tiered', 'correctness', 'exact_match')
@@ -55,20 +78,12 @@ class Potential:
     def tests(self, task:Task, # the task whose tests to run
              )->tuple:
         "The tests this potential runs for `task`."
-        if self.kind == 'no_error': return no_error_tests(task, self.require_entry_point)
-        return task.hidden_tests if self.kind == 'correctness' else task.public_tests
+        return potential_tests(self.kind, task, self.require_entry_point)
 
     def check(self, tasks:Sequence[Task], # tasks to be graded
              ):
         "Raise TaskFormatError, naming the file and row, for a task this potential cannot grade."
-        need = {'strict': 'public tests', 'tiered': 'public tests', 'correctness': 'hidden tests',
-                'no_error': 'smoke tests or an entry point'}.get(self.kind)
-        for t in dict.fromkeys(tasks):
-            if self.kind == 'exact_match':
-                if not t.solution: raise TaskFormatError(f'{t.origin or t.id}: potential exact_match needs a reference solution')
-            elif not self.tests(t) and (self.kind != 'no_error' or self.require_entry_point):
-                raise TaskFormatError(f"{t.origin or t.id}: potential {self.kind!r} needs {need}; task {t.id!r} has none "
-                                      f"(without them every program would score 1)")
+        if msg := grading_problem(self.kind, tasks, self.require_entry_point): raise TaskFormatError(msg)
 
     def __repr__(self): return f'Potential({self.kind!r})'
 
