@@ -1,0 +1,165 @@
+"""Issue 41's speed figures in one table, read from the published run folders (no number typed here): each figure's
+target, then its measurements in the order they were made, each with the folder and file it comes from, the machine,
+the date and the commit. Writes OUT_DIR/table.csv, OUT_DIR/README.md and OUT_DIR/config.json.
+
+    python scripts/speed_table.py OUT_DIR [--published published]"""
+import argparse, csv, io, json, re, subprocess, sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def key(*path):
+    "A reader of one value of a JSON file, by its keys."
+    def get(d):
+        for k in path: d = d[k]
+        return d
+    return get
+
+
+def console_seconds(text:str)->float:
+    "The whole command's seconds in a console transcript: its `real 17m5.863s` line (time) or `exit 0 secs 1159` line."
+    if m := re.search(r"^real\s+(\d+)m([\d.]+)s$", text, re.M): return int(m.group(1)) * 60 + float(m.group(2))
+    if m := re.search(r"^exit 0 secs (\d+)$", text, re.M): return float(m.group(1))
+    raise ValueError("no `real XmYs` or `exit 0 secs N` line")
+
+
+def halfwidth(arm:str):
+    "Half the width of the paired validity interval of ARM − base, from an evaluation's paired.csv."
+    def get(text):
+        row = next(r for r in csv.DictReader(io.StringIO(text)) if (r["a"], r["b"], r["metric"]) == ("base", arm, "validity"))
+        return (float(row["hi"]) - float(row["lo"])) / 2
+    return get
+
+
+def read_floor(d)->float:
+    "The decode step's floor in ms: its weight bytes read once at the measured copy rate (bytes read + written a second)."
+    return d["step_weight_bytes"] / (d["copy_gb_per_s"] * 1e9) * 1e3
+
+
+def speedup(slow:str, fast:str):
+    def get(d): return d[slow]["s"] / d[fast]["s"]
+    return get
+
+
+LE, GE = "<=", ">="
+BEFORE_FP32 = dict(commit="8664a81")   # the folder's first run: its README's table names the commit, which none of its files records
+# (figure, target (comparison, bound) or None, [(folder, file, reader, what the measurement is[, provenance the files lack])])
+FIGURES = [
+    ("CPU loop / TRL GRPOTrainer, per sample", (LE, 0.5), [
+        ("cpu_loop_vs_trl", "bench_cpu_trl.json", key("ours_over_trl_per_sample_s"), "float32, packed scoring"),
+        ("cpu_loop_vs_trl_prefix", "bench_cpu_trl.json", key("ours_over_trl_per_sample_s"), "float32, prefix scoring"),
+        ("cpu_loop_vs_trl_bf16", "bench_cpu_trl_before.json", key("ours_over_trl_per_sample_s"), "bf16 both sides, float32 log p"),
+        ("cpu_loop_vs_trl_bf16", "bench_cpu_trl.json", key("ours_over_trl_per_sample_s"), "bf16 both sides, fixed-shape log p"),
+        ("cpu_loop_vs_trl_bf16", "bench_cpu_trl_repeat.json", key("ours_over_trl_per_sample_s"), "the same, repeated"),
+    ]),
+    ("CPU loop / TRL GRPOTrainer, per token", (LE, 0.5), [
+        ("cpu_loop_vs_trl", "bench_cpu_trl.json", key("ours_over_trl_per_token_s"), "float32, packed scoring"),
+        ("cpu_loop_vs_trl_prefix", "bench_cpu_trl.json", key("ours_over_trl_per_token_s"), "float32, prefix scoring"),
+        ("cpu_loop_vs_trl_bf16", "bench_cpu_trl_before.json", key("ours_over_trl_per_token_s"), "bf16 both sides, float32 log p"),
+        ("cpu_loop_vs_trl_bf16", "bench_cpu_trl.json", key("ours_over_trl_per_token_s"), "bf16 both sides, fixed-shape log p"),
+        ("cpu_loop_vs_trl_bf16", "bench_cpu_trl_repeat.json", key("ours_over_trl_per_token_s"), "the same, repeated"),
+    ]),
+    ("Main job from a fresh clone with set-up, s (2-core CPU)", (LE, 1200), [
+        ("cpu_main_job_bf16", "fresh_clone_console.txt", console_seconds, "40 steps per arm, 25 x 12 held-out draws"),
+        ("cpu_main_job_fixed_shape", "fresh_clone_af6b89f_console.txt", console_seconds, "fixed-shape log p, 25 x 15 draws"),
+    ]),
+    ("Main job: training steps per arm", (GE, 40), [
+        ("cpu_main_job_bf16", "main_job.json", key("before_fp32", "arms", "iguana", "steps"), "before the re-sizing", BEFORE_FP32),
+        ("cpu_main_job_fixed_shape", "main_job.json", key("fresh_clone_af6b89f", "arms", "iguana", "steps"), "iguana (msc the same)"),
+    ]),
+    ("Main job: paired validity half-width, IGUANA - base", (LE, 0.07), [
+        ("cpu_main_job_bf16", "before_fp32_eval_paired.csv", halfwidth("iguana"), "before the re-sizing: 12 x 6 draws", BEFORE_FP32),
+        ("cpu_main_job_fixed_shape", "fresh_clone_af6b89f_eval_paired.csv", halfwidth("iguana"), "25 prompts x 15 draws"),
+    ]),
+    ("Main job: paired validity half-width, MSC - base", (LE, 0.07), [
+        ("cpu_main_job_bf16", "before_fp32_eval_paired.csv", halfwidth("msc"), "before the re-sizing: 12 x 6 draws", BEFORE_FP32),
+        ("cpu_main_job_fixed_shape", "fresh_clone_af6b89f_eval_paired.csv", halfwidth("msc"), "25 prompts x 15 draws"),
+    ]),
+    ("H200 embedded loop, IGUANA 8 prompts x M = 10, s a sample (all phases)", (LE, 0.015), [
+        ("h200_fast_loop", "bench_loop.json", key("engines", "fast", "total_per_sample_s"), "fast engine, mean over 24 steps"),
+        ("h200_loop_levers", "steps_summary.json", key("fast+serial", "mean_over_timed_steps", "total_s_per_sample"), "serial checker, mean"),
+        ("h200_loop_levers", "steps_summary.json", key("fast+serial", "median_over_timed_steps", "total_s_per_sample"), "serial checker, median step"),
+        ("h200_loop_levers", "steps_summary.json", key("fast+compile+overlap", "mean_over_timed_steps", "total_s_per_sample"), "compiled + overlapped checker, mean"),
+        ("h200_loop_levers", "steps_summary.json", key("fast+compile+overlap", "median_over_timed_steps", "total_s_per_sample"), "compiled + overlapped checker, median step"),
+    ]),
+    ("H200 Qwen2-1.5B shape, compiled loop, s a sample", (LE, 0.08), [
+        ("h200_loop_1p5b", "bench.json", key("sizes", "1.5b", "compiled", "per_sample_total_s"), "compiled step (throughput.online_step)"),
+        ("h200_loop_1p5b", "bench.json", key("sizes", "1.5b", "loop_compiled", "per_sample_total_s"), "the training loop, compiled"),
+    ]),
+    ("H200 Qwen2-1.5B shape, update MFU", (GE, 0.45), [
+        ("h200_loop_1p5b", "bench.json", key("sizes", "1.5b", "compiled", "update_mfu"), "of the measured bf16 peak"),
+    ]),
+    ("Qwen2-1.5B shape decode step, ms (what is left: profile)", None, [
+        ("h100_decode_profile_1p5b", "profile_decode.json", key("variants", "default", "ms_per_decode_step"), "compiled, M = 10, CUDA graph"),
+        ("h100_decode_profile_1p5b", "profile_decode.json", read_floor, "floor: weights read once at the copy rate"),
+    ]),
+    ("Levers, new time / old time", None, [
+        ("cpu_prefill_groups", "prefill_groups.json", key("ratio_shared_over_per_run"), "one prefill per prompt with MSC's reference"),
+        ("h100_prefill_groups", "prefill_groups.json", key("ratio_shared_over_per_run"), "the same on the GPU"),
+        ("h200_prior_rescoring", "results_grouped.json", lambda d: 1 / speedup("rows64_interleaved", "rows160_grouped")(d), "re-scoring base's draws, grouped forced rows"),
+        ("cpu_decode_compile", "profile_decode_off_first.json", lambda d: d["variants"]["default"]["ms_per_decode_step"] / d["variants"]["off"]["ms_per_decode_step"], "CPU decode layer compiled (off first)"),
+        ("cpu_decode_compile", "profile_decode_default_first.json", lambda d: d["variants"]["default"]["ms_per_decode_step"] / d["variants"]["off"]["ms_per_decode_step"], "the same, default first"),
+    ]),
+]
+
+
+def machine(cfg:dict)->str:
+    "A short name of the machine a folder ran on."
+    m = str(cfg.get("machine", ""))
+    return "H200" if "H200" in m else "H100" if "H100" in m else "2-core CPU" if "CPU" in m else m
+
+
+def rows(published:Path)->list[dict]:
+    out = []
+    for figure, target, measured in FIGURES:
+        for folder, name, read, what, *given in measured:
+            f, cfg = published / folder / name, json.loads((published / folder / "config.json").read_text())
+            raw = f.read_text()
+            data = json.loads(raw) if name.endswith(".json") else raw
+            v = float(read(data))
+            own = (given or [data if isinstance(data, dict) and machine(cfg) == "2-core CPU" else {}])[0]   # a CPU folder may hold runs of several commits;
+            # a device run's file names the stale git metadata of the device's copy, so its folder's config.json says the commit
+            meets = "" if target is None else "yes" if (v <= target[1] if target[0] == LE else v >= target[1]) else "no"
+            out.append(dict(figure=figure, target="" if target is None else f"{target[0]} {target[1]:g}", value=f"{v:.4g}",
+                            meets=meets, what=what, source=f"{folder}/{name}", machine=machine(cfg),
+                            date=str(own.get("date") or cfg.get("date", ""))[:10], commit=str(own.get("commit") or cfg.get("commit", "")).split()[0]))
+    return out
+
+
+def readme(table:list[dict])->str:
+    head = ["figure", "target", "value", "meets", "measurement", "source", "machine", "date", "commit"]
+    lines = ["# Issue 41's speed figures, each beside the ones before it", "",
+             "Written by `scripts/speed_table.py` from the published folders' own files (`table.csv` holds the same rows);",
+             "`tests/test_speed_table.py` checks that this table is what the script reads from them now. Each figure's",
+             "rows are in the order the measurements were made. Absolute GPU times count on the H200 only (issue 41); the",
+             "H100 rows are there for the profile and the ratios.", "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in table:
+        lines.append("| " + " | ".join([r["figure"], r["target"] or "—", r["value"], r["meets"] or "—", r["what"],
+                                        f"`{r['source']}`", r["machine"], r["date"], r["commit"]]) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out"); ap.add_argument("--published", default=str(ROOT / "published"))
+    a = ap.parse_args()
+    table, out = rows(Path(a.published)), Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "table.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(table[0])); w.writeheader(); w.writerows(table)
+    (out / "README.md").write_text(readme(table))
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
+    cfg = dict(kind="speed_table", description="Issue 41's speed figures and their targets in one table, read from the published folders.",
+               machine="CPU (the project's 2-core machine), from the published folders' files",
+               date=datetime.now(timezone.utc).isoformat(timespec="seconds"), commit=commit,
+               command=f"python scripts/speed_table.py {a.out}",
+               user_command=".venv/bin/python scripts/speed_table.py results/speed_table")
+    (out / "config.json").write_text(json.dumps(cfg, indent=1) + "\n")
+    print(readme(table))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
