@@ -46,21 +46,13 @@ def speedup(slow:str, fast:str):
 LE, GE = "<=", ">="
 BEFORE_FP32 = dict(commit="8664a81")   # the folder's first run: its README's table names the commit, which none of its files records
 # (figure, target (comparison, bound) or None, [(folder, file, reader, what the measurement is[, provenance the files lack])])
-FIGURES = [
-    ("CPU loop / TRL GRPOTrainer, per sample", (LE, 0.5), [
-        ("cpu_loop_vs_trl", "bench_cpu_trl.json", key("ours_over_trl_per_sample_s"), "float32, packed scoring"),
-        ("cpu_loop_vs_trl_prefix", "bench_cpu_trl.json", key("ours_over_trl_per_sample_s"), "float32, prefix scoring"),
-        ("cpu_loop_vs_trl_bf16", "bench_cpu_trl_before.json", key("ours_over_trl_per_sample_s"), "bf16 both sides, float32 log p"),
-        ("cpu_loop_vs_trl_bf16", "bench_cpu_trl.json", key("ours_over_trl_per_sample_s"), "bf16 both sides, fixed-shape log p"),
-        ("cpu_loop_vs_trl_bf16", "bench_cpu_trl_repeat.json", key("ours_over_trl_per_sample_s"), "the same, repeated"),
-    ]),
-    ("CPU loop / TRL GRPOTrainer, per token", (LE, 0.5), [
-        ("cpu_loop_vs_trl", "bench_cpu_trl.json", key("ours_over_trl_per_token_s"), "float32, packed scoring"),
-        ("cpu_loop_vs_trl_prefix", "bench_cpu_trl.json", key("ours_over_trl_per_token_s"), "float32, prefix scoring"),
-        ("cpu_loop_vs_trl_bf16", "bench_cpu_trl_before.json", key("ours_over_trl_per_token_s"), "bf16 both sides, float32 log p"),
-        ("cpu_loop_vs_trl_bf16", "bench_cpu_trl.json", key("ours_over_trl_per_token_s"), "bf16 both sides, fixed-shape log p"),
-        ("cpu_loop_vs_trl_bf16", "bench_cpu_trl_repeat.json", key("ours_over_trl_per_token_s"), "the same, repeated"),
-    ]),
+TRL_RUNS = [("cpu_loop_vs_trl", "bench_cpu_trl.json", "float32, packed scoring"),
+            ("cpu_loop_vs_trl_prefix", "bench_cpu_trl.json", "float32, prefix scoring"),
+            ("cpu_loop_vs_trl_bf16", "bench_cpu_trl_before.json", "bf16 both sides, float32 log p"),
+            ("cpu_loop_vs_trl_bf16", "bench_cpu_trl.json", "bf16 both sides, fixed-shape log p"),
+            ("cpu_loop_vs_trl_bf16", "bench_cpu_trl_repeat.json", "the same, repeated")]
+FIGURES = [(f"CPU loop / TRL GRPOTrainer, per {u}", (LE, 0.5), [(f, n, key(f"ours_over_trl_per_{u}_s"), w) for f, n, w in TRL_RUNS])
+           for u in ("sample", "token")] + [
     ("Main job from a fresh clone with set-up, s (2-core CPU)", (LE, 1200), [
         ("cpu_main_job_bf16", "fresh_clone_console.txt", console_seconds, "40 steps per arm, 25 x 12 held-out draws"),
         ("cpu_main_job_fixed_shape", "fresh_clone_af6b89f_console.txt", console_seconds, "fixed-shape log p, 25 x 15 draws"),
