@@ -317,7 +317,7 @@ def readings_table(tables:pd.DataFrame, # prompt_tables
             t.loc[g.index, "status"] = "awaiting runs"; t.loc[g.index, "missing"] = miss; continue
         prim = g[g.role == "primary"]
         c = row_call(row, {p.part: Reading(*[p[f] for f in Reading._fields]) for _, p in prim.iterrows()}, sky, room)
-        t.loc[g.index, "status"] = "verdict"
+        t.loc[g.index, "status"] = np.where(g.role == "primary", "verdict", "described")   # secondary lines are never ruled on
         t.loc[prim.index, "verdict"], t.loc[prim.index, "verdict_note"] = c.verdict, c.note
         t.loc[prim.index, "row_power"] = c.need if c.need is not None else np.nan
     return t, dict(skyline=sky, headroom=room)
@@ -384,7 +384,7 @@ def summarize(t:pd.DataFrame, extra:dict)->dict:
     rows = {}
     for row, g in t.groupby("row", sort=False):
         p = g[g.role.isin(["primary", "control"])]
-        rows[row] = dict(status=g.status.iloc[0], verdict=next((v for v in g.verdict if v), None), missing=g.missing.iloc[0] or None,
+        rows[row] = dict(status=(p if len(p) else g).status.iloc[0], verdict=next((v for v in g.verdict if v), None), missing=g.missing.iloc[0] or None,
                          need_prompts=None if g.row_power.isna().all() else int(g.row_power.max()),
                          readings=[dict(reading=r.reading, domain=r.domain, part=r.part or None, label=r.label,
                                         **{k: (None if not np.isfinite(r[k]) else round(float(r[k]), 5)) for k in ("est", "lo", "hi", "bs_lo", "bs_hi")},
@@ -432,7 +432,8 @@ base's draws, 246 held-out prompts): {s['skyline']:.4f}; the base's wacc headroo
   seed 0), the secondary reading.
 - `prompts`, `seeds_a`, `seeds_b`: what the reading rests on (the base is one run). `label`: `complete (k of k seeds)` or
   `interim (...), no verdict`.
-- `status`: `verdict`, `awaiting runs` (rows 1, 2, 5 until their arms' seeds are in) or `described`. `missing`: the runs
+- `status`: `verdict` (a decided row's primary lines), `awaiting runs` (rows 1, 2, 5 until their arms' seeds are in) or
+  `described` (the controls, and a decided row's secondary lines). `missing`: the runs
   a row waits for. `verdict`, `verdict_note`: the row's rule (finding_rules: rule_validity for row 1, sign_rule, which
   is rule_coverage's pass@k part, for row 2, rule_skyline for row 5), on its primary lines only. `row_power`: the rule's
   own need when it is inconclusive.
