@@ -10,8 +10,8 @@ from . import campaign_job as cj
 # %% auto #0
 __all__ = ['DESIGN_FILE', 'DESIGN', 'PREFIX', 'EVAL_RESERVE_S', 'RUN_FILES', 'USER_COMMAND', 'COMMANDS', 'load_design',
            'arm_names', 'parse_arm', 'arm_settings', 'arm_config', 'split', 'eval_sets', 'eval_draws', 'base_eval',
-           'final_eval', 'train', 'finished', 'ledger', 'by_set', 'run_summary', 'readme', 'publish', 'plan',
-           'readings', 'main']
+           'final_eval', 'train', 'finished', 'ledger', 'by_set', 'run_summary', 'readme', 'run_facts', 'publish',
+           'plan', 'readings', 'main']
 
 # %% ../../nbs/39g_confirm_job.ipynb #c005
 DESIGN_FILE = cj.REPO / "nbs" / "runs" / "params" / "confirm" / "design.yaml"   # the checkout's (and a source snapshot's) design
@@ -228,6 +228,24 @@ def readme(summary:dict, notes:str="")->str:
         "re-scored under the run's adapter); a complete run also its adapter. `summary.json` holds these numbers; the jobs' "
         "logs are in `logs/`.", *([ "", "## Notes on the jobs", "", notes.strip()] if notes.strip() else []), ""])
 
+# %% ../../nbs/39g_confirm_job.ipynb #c033f
+def run_facts(run_dir:Path)->dict:
+    "What a session's notes say of a run, from its tables: seconds a step by phase, the bf16 check's ranges, the weight windows, the kept share, the jobs, the evaluation."
+    import pandas as pd
+    d = Path(run_dir); log = pd.read_parquet(d / "log.parquet")
+    t = [c for c in ("t_generation", "t_potential", "t_scoring", "t_update") if c in log]
+    w = log.dropna(subset=["pq_window_out"]) if "pq_window_out" in log else log.iloc[:0]
+    r3 = lambda x: round(float(x), 3)
+    return dict(run=d.name, steps=int(log.step.max()), step_s=r3(log[t].sum(axis=1).mean()), phases={c[2:]: r3(log[c].mean()) for c in t},
+                gaps={c.removeprefix("logprob_gap_"): [r3(log[c].min()), r3(log[c].max())]
+                      for c in ("logprob_gap_mean", "logprob_gap_row_max", "logprob_gap_max") if c in log},
+                windows=[dict(step=int(x.step), mean=r3(x.pq_window_mean), se=r3(x.pq_window_se), z=round(float(x.pq_window_z), 2),
+                              out=bool(x.pq_window_out)) for x in w.itertuples()],
+                kept=r3(log.kept.mean()) if "kept" in log else None,
+                jobs=[{k: l.get(k) for k in ("start_step", "end_step", "train_s", "eval_s", "gpu", "commit", "date")} for l in ledger(d)],
+                eval=run_summary(d).get("eval"))
+
+
 # %% ../../nbs/39g_confirm_job.ipynb #c034
 def publish(runs:Path, out:Path, user_command:str=USER_COMMAND, design:dict=DESIGN)->dict:
     "Copy every run's tables (and a complete run's adapter) from `runs` into `out`; write summary.json, config.json and README.md."
@@ -288,6 +306,7 @@ COMMANDS = {
     "publish": lambda a: publish(Path(a.args[0]), Path(a.args[1])),
     "readings": lambda a: readings(Path(a.args[0]), Path(a.args[1])),
     "finished": lambda a: sys.exit(0 if finished(Path(a.args[0])) else 1),
+    "facts": lambda a: print(json.dumps([run_facts(Path(x)) for x in a.args], indent=1)),
 }
 
 def main(argv=None):
