@@ -241,26 +241,18 @@ def tiny_byte_model(seed:int=0, # seeds the random init (the global RNG is left 
     return model, tok
 
 # %% ../../nbs/25c_smc.ipynb #c022f
-def _forward_one_token(model, # an HF causal LM
-                       seqs:list, # token-id tuples of one length L, each one token past a cached parent
-                       pasts:list, # each parent's keys and values: a list over layers of (keys, values) [1, kv, L-1, dh]
-                      )->tuple: # (next-token log-probs [n, V] float32 on cpu, each sequence's own keys and values)
-    "One forward for particles that each add one token to a cached parent."
+def _forward_one_token(model, seqs:list, pasts:list)->tuple:
+    "One forward for sequences of one length L, each one token past its cached parent (`pasts`: each parent's per-layer (keys, values)): next-token log-probs [n, V] on cpu and each sequence's keys and values."
     from transformers import DynamicCache
-    dev = next(model.parameters()).device
+    dev, L = next(model.parameters()).device, len(seqs[0])
     kv = DynamicCache([(torch.cat([p[l][0] for p in pasts]), torch.cat([p[l][1] for p in pasts])) for l in range(len(pasts[0]))])
-    L = len(seqs[0])
     out = model(input_ids=torch.tensor([[k[-1]] for k in seqs], device=dev),
                 position_ids=torch.full((len(seqs), 1), L - 1, device=dev), past_key_values=kv, use_cache=True)
     layers = out.past_key_values.layers
     return out.logits[:, -1].float().log_softmax(-1).cpu(), [[(x.keys[i:i + 1], x.values[i:i + 1]) for x in layers] for i in range(len(seqs))]
 
-def _forward_from_prefix(model, # an HF causal LM
-                         seq:tuple, # token ids
-                         j:int, # tokens of seq already cached (0: none)
-                         past, # the first j tokens' keys and values, or None when j = 0
-                        )->tuple: # (next-token log-probs [V] float32 on cpu, seq's keys and values)
-    "One forward over the tokens of `seq` past its cached prefix (all of them for a fresh prompt)."
+def _forward_from_prefix(model, seq:tuple, j:int, past)->tuple:
+    "One forward over the tokens of `seq` past its first `j`, whose keys and values are `past` (j = 0, past None: the whole sequence): next-token log-probs [V] on cpu and seq's keys and values."
     from transformers import DynamicCache
     dev = next(model.parameters()).device
     out = model(input_ids=torch.tensor([seq[j:]], device=dev), position_ids=torch.arange(j, len(seq), device=dev)[None],
@@ -291,17 +283,11 @@ def _kv_class():
             if lora_name is not None:
                 raise ValueError(f"KVLM serves one model; lora_name={lora_name!r} is not supported (give the adapter model its own KVLM)")
 
-        async def next_token_logprobs(self, token_ids, lora_name=None):
-            self._lora(lora_name); return self._logprobs([token_ids])[0]
-
-        def next_token_logprobs_sync(self, token_ids, lora_name=None):
-            self._lora(lora_name); return self._logprobs([token_ids])[0]
-
-        async def batch_next_token_logprobs(self, token_ids_list, lora_name=None):
-            self._lora(lora_name); return self._logprobs(token_ids_list)
-
-        def batch_next_token_logprobs_sync(self, token_ids_list, lora_name=None):
-            self._lora(lora_name); return self._logprobs(token_ids_list)
+        # genlm's four entry points, one sequence or a batch, async or not: all the same cached forwards
+        async def next_token_logprobs(self, token_ids, lora_name=None): self._lora(lora_name); return self._logprobs([token_ids])[0]
+        def next_token_logprobs_sync(self, token_ids, lora_name=None): self._lora(lora_name); return self._logprobs([token_ids])[0]
+        async def batch_next_token_logprobs(self, token_ids_list, lora_name=None): self._lora(lora_name); return self._logprobs(token_ids_list)
+        def batch_next_token_logprobs_sync(self, token_ids_list, lora_name=None): self._lora(lora_name); return self._logprobs(token_ids_list)
 
         def _put(self, key, lp, kv):
             self.cache[key] = (lp, kv); self.cache.move_to_end(key)

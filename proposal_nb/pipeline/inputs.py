@@ -19,7 +19,7 @@ __all__ = ['EMBEDDED_MODEL', 'ENGINE_NAMES', 'TRAIN_POTENTIALS', 'VLLM_REMEDY', 
            'patched_env', 'load_task_set', 'check_tasks', 'same_model', 'run_of_adapter', 'adapter_base',
            'parse_checkpoints', 'check_adapters', 'notebook_parameters', 'resume_conflicts', 'resume_problem',
            'run_inputs', 'training_run', 'checkpoint_dirs', 'evaluation_inputs', 'trained_ids', 'overlap',
-           'split_problems', 'checker_problems', 'grading_problems', 'engine_problems', 'check_inputs']
+           'split_problems', 'checker_problems', 'engine_problems', 'grading_problems', 'check_inputs']
 
 # %% ../../nbs/39c_inputs.ipynb #n005
 EMBEDDED_MODEL = "embedded:SmolLM2-135M-Instruct"          # what a run's config records for the embedded model
@@ -335,19 +335,6 @@ def checker_problems(nb:str, p:dict)->list[str]:
             out.append(f"prefix_potential {p['prefix_potential']!r} is not one of {', '.join(PREFIX_POTENTIALS)} (or a checker of your own: module:function)")
     return out
 
-def grading_problems(nb:str, # the run notebook's name
-                     p:dict, # its parameters, defaults filled
-                     tasks:list, # the task set
-                     held:list, # its held-out tasks
-                    )->list[str]:
-    "Task rows the run's potentials cannot grade (a row without the tests a potential runs): 13_evaluate grades its held-out prompts with no_error and correctness, 11_train_online its training prompts with `potential`."
-    from proposal_nb.programs.potentials import Potential, grading_problem
-    if nb == "13_evaluate": kinds, graded = ("no_error", "correctness"), held
-    elif nb == "11_train_online" and p.get("potential") in Potential.kinds:
-        ids = {t.id for t in held}; kinds, graded = (p["potential"],), [t for t in tasks if t.id not in ids]
-    else: return []
-    return [f"tasks: {m}" for k in kinds if (m := grading_problem(k, graded))]
-
 def engine_problems(p:dict)->list[str]:
     "An attention implementation or engine that is unknown, not installed here, or unable to run the model."
     out = []
@@ -364,6 +351,20 @@ def engine_problems(p:dict)->list[str]:
             if why := fast_support(SimpleNamespace(config=AutoConfig.from_pretrained(Path(p["model"]).expanduser()))):
                 out.append(f"engine 'fast': {why}; use engine auto or hf")
     return out
+
+# %% ../../nbs/39c_inputs.ipynb #v020g
+def grading_problems(nb:str, # the run notebook's name
+                     p:dict, # its parameters, defaults filled
+                     tasks:list, # the task set
+                     held:list, # its held-out tasks
+                    )->list[str]:
+    "Task rows the run's potentials cannot grade (a row without the tests a potential runs): 13_evaluate grades its held-out prompts with no_error and correctness, 11_train_online its training prompts with `potential`."
+    from proposal_nb.programs.potentials import Potential, grading_problem
+    if nb == "13_evaluate": kinds, graded = ("no_error", "correctness"), held
+    elif nb == "11_train_online" and p.get("potential") in Potential.kinds:
+        ids = {t.id for t in held}; kinds, graded = (p["potential"],), [t for t in tasks if t.id not in ids]
+    else: return []
+    return [f"tasks: {m}" for k in kinds if (m := grading_problem(k, graded))]
 
 # %% ../../nbs/39c_inputs.ipynb #v020
 def check_inputs(nb_path:str|Path, # a run notebook
