@@ -44,6 +44,7 @@ def ratio(new, old):
 
 
 COMPILED_OVER_EAGER = ratio(key("variants", "default", "ms_per_decode_step"), key("variants", "off", "ms_per_decode_step"))
+LEVERS_OVER_SERIAL = ratio(key("engines", "fast+compile+overlap", "total_per_sample_s"), key("engines", "fast+serial", "total_per_sample_s"))
 
 
 LE, GE = "<=", ">="
@@ -96,6 +97,8 @@ FIGURES = [(f"CPU loop / TRL GRPOTrainer, per {u}", (LE, 0.5), [(f, n, key(f"our
         ("h200_prior_rescoring", "results_grouped.json", ratio(key("rows160_grouped", "s"), key("rows64_interleaved", "s")), "re-scoring base's draws, grouped forced rows"),
         ("cpu_decode_compile", "profile_decode_off_first.json", COMPILED_OVER_EAGER, "CPU decode layer compiled (off first)"),
         ("cpu_decode_compile", "profile_decode_default_first.json", COMPILED_OVER_EAGER, "the same, default first"),
+        ("h100_levers_orders", "bench_loop_overlap_first.json", LEVERS_OVER_SERIAL, "GPU loop, both levers / neither (levers first)"),
+        ("h100_levers_orders", "bench_loop_serial_first.json", LEVERS_OVER_SERIAL, "the same, levers second"),
     ]),
 ]
 
