@@ -320,3 +320,19 @@ def test_a_checker_of_ones_own_is_refused_by_name(user):
     p = cli(*TRAIN, "-p", "potential", "bad_checks:big", "--out", "runs/bad_value", *SMALL_TRAIN, cwd=user, PYTHONPATH=str(user))
     assert p.returncode != 0 and "checker 'bad_checks:big' returned 1.5 for task 'mine/" in p.stdout + p.stderr, p.stdout + p.stderr
     assert "it must be a number in [0, 1]" in p.stdout + p.stderr
+
+
+def test_a_checker_of_ones_own_refuses_rows_it_cannot_grade(user):
+    "A checker's own `check` (here: every row needs public tests) refuses the run's training rows in the first second, naming"
+    " the checker and the row; the run folder is not made."
+    (user / "public_checks.py").write_text(
+        "def needs_public(tasks):\n"
+        "    if bare := [t.id for t in tasks if not t.public_tests]: raise ValueError(f'task {bare[0]!r} has no public tests')\n"
+        "def passes(task, completion): return 1.0\n"
+        "passes.check = needs_public\n")
+    t = time.time()
+    p = cli("run", "11_train_online.ipynb", "-p", "model", "my-coder", "-p", "tasks", "no_public.jsonl", "-p", "potential",
+            "public_checks:passes", "--out", "runs/no_public_own", *SMALL_TRAIN, cwd=user, PYTHONPATH=str(user))
+    assert p.returncode == 1 and "nothing was started" in p.stderr, p.stderr
+    assert "tasks: checker 'public_checks:passes': task 't" in p.stderr and "has no public tests" in p.stderr, p.stderr
+    assert time.time() - t < 4 and not (user / "runs" / "no_public_own").exists()

@@ -358,12 +358,17 @@ def grading_problems(nb:str, # the run notebook's name
                      tasks:list, # the task set
                      held:list, # its held-out tasks
                     )->list[str]:
-    "Task rows the run's potentials cannot grade (a row without the tests a potential runs): 13_evaluate grades its held-out prompts with no_error and correctness, 11_train_online its training prompts with `potential`."
-    from proposal_nb.programs.potentials import Potential, grading_problem
+    "Task rows the run's potentials cannot grade (a row without the tests a potential runs): 13_evaluate grades its held-out prompts with no_error and correctness, 11_train_online its training prompts with `potential` (a checker of one's own by its `check`)."
+    from proposal_nb.programs.potentials import Potential, grading_problem, load_checker, checker_grading_problem
+    spec = p.get("potential", "")
     if nb == "13_evaluate": kinds, graded = ("no_error", "correctness"), held
-    elif nb == "11_train_online" and p.get("potential") in Potential.kinds:
-        ids = {t.id for t in held}; kinds, graded = (p["potential"],), [t for t in tasks if t.id not in ids]
+    elif nb == "11_train_online" and (spec in Potential.kinds or ":" in spec):
+        ids = {t.id for t in held}; kinds, graded = (spec,), [t for t in tasks if t.id not in ids]
     else: return []
+    if ":" in spec:
+        try: fn = load_checker(spec)
+        except ValueError: return []                               # checker_problems names it
+        return [f"tasks: {m}"] if (m := checker_grading_problem(spec, fn, graded)) else []
     return [f"tasks: {m}" for k in kinds if (m := grading_problem(k, graded))]
 
 # %% ../../nbs/39c_inputs.ipynb #v020

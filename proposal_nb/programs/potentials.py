@@ -11,8 +11,9 @@ from .sandbox import Executor, Verdict, InfrastructureError
 
 # %% auto #0
 __all__ = ['PREFIX_POTENTIALS', 'no_error_tests', 'run_tasks', 'potential_tests', 'grading_problem', 'Potential', 'no_error',
-           'strict', 'tiered', 'correctness', 'exact_match', 'make_potential', 'load_checker', 'PluginPotential',
-           'PrefixPotential', 'prefix_compiles', 'compiles', 'program_so_far', 'CompilesSoFar', 'make_prefix_potential']
+           'strict', 'tiered', 'correctness', 'exact_match', 'make_potential', 'load_checker',
+           'checker_grading_problem', 'PluginPotential', 'PrefixPotential', 'prefix_compiles', 'compiles',
+           'program_so_far', 'CompilesSoFar', 'make_prefix_potential']
 
 # %% ../../nbs/22_potentials.ipynb #c006
 def no_error_tests(task:Task, # the task (its smoke tests, else its entry point)
@@ -194,7 +195,19 @@ def load_checker(spec:str, # `module:function` (dots allowed in both parts)
     if not callable(obj): raise ValueError(f'checker {spec!r}: {attr!r} is a {type(obj).__name__}, not a function')
     try: inspect.signature(obj).bind(None, '', **({'executor': None} if _wants_executor(obj) else {}))
     except TypeError as e: raise ValueError(f'checker {spec!r}: it must take (task, completion), one pair at a time ({e})') from None
+    if hasattr(obj, 'check') and not callable(obj.check):
+        raise ValueError(f"checker {spec!r}: its 'check' attribute is a {type(obj.check).__name__}, not a function of the task list")
     return obj
+
+def checker_grading_problem(spec:str, # the checker's `module:function`
+                            fn, # what `load_checker(spec)` returned
+                            tasks:Sequence[Task], # tasks to be graded
+                           )->str|None: # the first task it cannot grade, in its own words; None: it can grade all, or has no `check`
+    "Why a checker of one's own cannot grade one of `tasks`: its own `check(tasks)` (a `Potential`'s always exists) raised ValueError."
+    if (own := getattr(fn, 'check', None)) is None: return None
+    try: own(tasks)
+    except ValueError as e: return f'checker {spec!r}: {e}'
+    return None
 
 class PluginPotential:
     "A checker of one's own as a batch potential: `module:function` from `load_checker`, applied pair by pair, each value checked."
@@ -206,11 +219,15 @@ class PluginPotential:
         self.wants_executor = not isinstance(self.fn, Potential) and _wants_executor(self.fn)
         self.executor = executor if executor is not None or not self.wants_executor else Executor(**executor_kwargs)
 
-    def check(self, tasks): return self.fn.check(tasks) if isinstance(self.fn, Potential) else None
+    def check(self, tasks:Sequence[Task], # tasks to be graded
+             ):
+        "Raise TaskFormatError for a task the checker cannot grade, by its own `check` (`checker_grading_problem`)."
+        if msg := checker_grading_problem(self.kind, self.fn, tasks): raise TaskFormatError(msg)
 
     def __call__(self, tasks:Sequence[Task], completions:Sequence[str], progress:bool=False)->np.ndarray:
         if isinstance(self.fn, Potential): return self.fn(tasks, completions, progress)
         if len(tasks) != len(completions): raise ValueError(f'{len(tasks)} tasks but {len(completions)} completions')
+        self.check(tasks)
         kw = dict(executor=self.executor) if self.wants_executor else {}
         out = []
         for t, c in zip(tasks, completions):
