@@ -82,6 +82,7 @@ done
 wait
 echo "sizes:"; du -sh $R/* 2>/dev/null | sort -h | tail -25
 for f in $L/*.log; do echo "== $f"; tail -4 $f; done; cat $R/*/ledger.jsonl; cat $R/chain_check/chain_check.json 2>/dev/null
+[ -n "$CONFIRM" ] && { echo "next call (confirm.py next-call: from the ledgers; the machine waits 30 s):"; $K next-call $R $(printf '%s\n' "${ARMS[@]}" | grep '^confirm_') || true; }
 [ -d $R/weight_check ] && python3 -c "from proposal_nb.analysis.weight_check import dtype_draws, dtype_table; print(dtype_table(dtype_draws('$R/weight_check')).to_string())"
 $C pack-runs $R /tmp/runs.tar.gz && split -b 15000000 -d /tmp/runs.tar.gz $OUT/runs.tgz.
 ls -la $OUT; echo "job wall $(( $(date +%s) - T0 )) s"

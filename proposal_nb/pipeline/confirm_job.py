@@ -8,10 +8,10 @@ from pathlib import Path
 from . import campaign_job as cj
 
 # %% auto #0
-__all__ = ['DESIGN_FILE', 'DESIGN', 'PREFIX', 'EVAL_RESERVE_S', 'RUN_FILES', 'USER_COMMAND', 'COMMANDS', 'load_design',
-           'arm_names', 'parse_arm', 'arm_settings', 'arm_config', 'split', 'eval_sets', 'eval_draws', 'base_eval',
-           'final_eval', 'train', 'finished', 'ledger', 'by_set', 'run_summary', 'readme', 'run_facts', 'publish',
-           'plan', 'readings', 'main']
+__all__ = ['DESIGN_FILE', 'DESIGN', 'PREFIX', 'EVAL_RESERVE_S', 'RUN_FILES', 'USER_COMMAND', 'EVAL_S', 'CALL_FIXED_S',
+           'MAX_BUDGET_S', 'PACE_MARGIN', 'COMMANDS', 'load_design', 'arm_names', 'parse_arm', 'arm_settings',
+           'arm_config', 'split', 'eval_sets', 'eval_draws', 'base_eval', 'final_eval', 'train', 'finished', 'ledger',
+           'by_set', 'run_summary', 'readme', 'run_facts', 'publish', 'next_call', 'plan', 'readings', 'main']
 
 # %% ../../nbs/39g_confirm_job.ipynb #c005
 DESIGN_FILE = cj.REPO / "nbs" / "runs" / "params" / "confirm" / "design.yaml"   # the checkout's (and a source snapshot's) design
@@ -279,6 +279,34 @@ def publish(runs:Path, out:Path, user_command:str=USER_COMMAND, design:dict=DESI
     (out / "README.md").write_text(readme(summary, notes))
     return summary
 
+# %% ../../nbs/39g_confirm_job.ipynb #c023o
+EVAL_S = {1: 190, 2: 300}       # seconds to keep for the evaluations: one run alone, two side by side (H100, 2026-12-06/07)
+CALL_FIXED_S, MAX_BUDGET_S, PACE_MARGIN = 90, 595, 1.05
+
+def next_call(runs:Path, names:list[str])->dict:
+    "The next `campaign_job.sh` call for runs `names` in `runs`, from their ledgers: its command, and the lease the rest needs."
+    left = {}
+    for n in names:
+        led = ledger(Path(runs) / n)
+        if led and finished(Path(runs) / n): continue
+        jobs = [j for j in led if j["end_step"] > j["start_step"] and j["train_s"] > 0]
+        if not jobs: return dict(command=None, why=f"{n} has no job that trained yet: start it as NEXT.md says")
+        left[n] = (led[-1]["steps"] - led[-1]["end_step"], jobs[-1]["train_s"] / (jobs[-1]["end_step"] - jobs[-1]["start_step"]))
+    if not left: return dict(command=None, why="every run is finished: nothing to run")
+    steps, pace = max(s for s, _ in left.values()), max(p for _, p in left.values())
+    ev = EVAL_S[min(len(left), 2)]
+    train_s = steps * pace * PACE_MARGIN
+    arms = " ".join(left)
+    final = math.ceil(train_s + ev + CALL_FIXED_S)
+    if final <= MAX_BUDGET_S:
+        return dict(command=f"EVAL_RESERVE_S={ev} bash scripts/campaign_job.sh {final} {arms}", lease_s=final + 10,
+                    why=f"{steps} step(s) left at {pace:.2f} s a step, then {len(left)} evaluation(s): one call")
+    rest = math.ceil(max(pace * PACE_MARGIN, train_s - (MAX_BUDGET_S - CALL_FIXED_S)) + ev + CALL_FIXED_S)   # at least the last step
+    return dict(command=f"bash scripts/campaign_job.sh {MAX_BUDGET_S} {arms}", then=f"EVAL_RESERVE_S={ev} bash scripts/campaign_job.sh "
+                f"{min(rest, MAX_BUDGET_S)} {arms}", lease_s=MAX_BUDGET_S + min(rest, MAX_BUDGET_S) + 20,
+                why=f"{steps} step(s) left at {pace:.2f} s a step: train to the last step but one, then finish and evaluate")
+
+
 # %% ../../nbs/39g_confirm_job.ipynb #c025
 def plan(out:Path, design:dict=DESIGN)->dict:
     "Write confirm.json: the design and every run's settings, fixed before any run."
@@ -307,6 +335,7 @@ COMMANDS = {
     "readings": lambda a: readings(Path(a.args[0]), Path(a.args[1])),
     "finished": lambda a: sys.exit(0 if finished(Path(a.args[0])) else 1),
     "facts": lambda a: print(json.dumps([run_facts(Path(x)) for x in a.args], indent=1)),
+    "next-call": lambda a: print(json.dumps(next_call(Path(a.args[0]), a.args[1:]), indent=1)),
 }
 
 def main(argv=None):
