@@ -199,6 +199,8 @@ def load_checker(spec:str, # `module:function` (dots allowed in both parts)
         raise ValueError(f"checker {spec!r}: its 'check' attribute is a {type(obj.check).__name__}, not a function of the task list")
     return obj
 
+
+# %% ../../nbs/22_potentials.ipynb #pl01b
 def checker_grading_problem(spec:str, # the checker's `module:function`
                             fn, # what `load_checker(spec)` returned
                             tasks:Sequence[Task], # tasks to be graded
