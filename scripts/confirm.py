@@ -10,6 +10,7 @@ runs its confirm_* arms through this script).
     python scripts/confirm.py publish RUNS OUT           # copy every run's tables into OUT (published/confirm_runs) with its summary and README
     python scripts/confirm.py readings RUNS OUT          # the design's readings from the published runs (published/confirm_readings)
     python scripts/confirm.py facts RUNS/RUN [...]       # what a session's notes say of a run, from its tables (JSON)
+    python scripts/confirm.py next-call RUNS ARM [...]   # the next campaign_job.sh call for these runs, from their ledgers (JSON)
 
 The code is proposal_nb.pipeline.confirm_job (nbs/39g_confirm_job.ipynb), where each piece is explained."""
 from proposal_nb.pipeline.confirm_job import main

@@ -302,12 +302,11 @@ def next_call(runs:Path, names:list[str])->dict:
         return dict(command=f"EVAL_RESERVE_S={ev} bash scripts/campaign_job.sh {final} {arms}", lease_s=final + 10,
                     why=f"{steps} step(s) left at {pace:.2f} s a step, then {len(left)} evaluation(s): one call")
     rest = math.ceil(max(pace * PACE_MARGIN, train_s - (MAX_BUDGET_S - CALL_FIXED_S)) + ev + CALL_FIXED_S)   # at least the last step
-    if rest > MAX_BUDGET_S:
-        return dict(command=f"bash scripts/campaign_job.sh {MAX_BUDGET_S} {arms}", then=None, lease_s=MAX_BUDGET_S + rest + 20,
-                    why=f"{steps} step(s) left at {pace:.2f} s a step: more than two calls; read the next call this job prints")
-    return dict(command=f"bash scripts/campaign_job.sh {MAX_BUDGET_S} {arms}", then=f"EVAL_RESERVE_S={ev} bash scripts/campaign_job.sh "
-                f"{rest} {arms}", lease_s=MAX_BUDGET_S + rest + 20,
-                why=f"{steps} step(s) left at {pace:.2f} s a step: train to the last step but one, then finish and evaluate")
+    two = rest <= MAX_BUDGET_S                                       # else: read the plan this job prints (lease_s is then a floor)
+    return dict(command=f"bash scripts/campaign_job.sh {MAX_BUDGET_S} {arms}", lease_s=MAX_BUDGET_S + rest + 20,
+                then=f"EVAL_RESERVE_S={ev} bash scripts/campaign_job.sh {rest} {arms}" if two else None,
+                why=f"{steps} step(s) left at {pace:.2f} s a step: " + ("train to the last step but one, then finish and evaluate" if two
+                    else "more than two calls; read the next call this job prints"))
 
 
 # %% ../../nbs/39g_confirm_job.ipynb #c025

@@ -364,11 +364,11 @@ def grading_problems(nb:str, # the run notebook's name
     if nb == "13_evaluate": kinds, graded = ("no_error", "correctness"), held
     elif nb == "11_train_online" and (spec in Potential.kinds or ":" in spec):
         ids = {t.id for t in held}; kinds, graded = (spec,), [t for t in tasks if t.id not in ids]
+        if ":" in spec:                                            # a checker of one's own: its own `check`
+            try: fn = load_checker(spec)
+            except ValueError: return []                           # checker_problems names it
+            return [f"tasks: {m}"] if (m := checker_grading_problem(spec, fn, graded)) else []
     else: return []
-    if ":" in spec:
-        try: fn = load_checker(spec)
-        except ValueError: return []                               # checker_problems names it
-        return [f"tasks: {m}"] if (m := checker_grading_problem(spec, fn, graded)) else []
     return [f"tasks: {m}" for k in kinds if (m := grading_problem(k, graded))]
 
 # %% ../../nbs/39c_inputs.ipynb #v020
