@@ -52,10 +52,10 @@ def executor(programs: list[str], tests=None, **kw) -> tuple[float, list[tuple[b
     return dt / len(programs), [(v.ok, v.stdout if not tests else '') for v in vs]
 
 
-def fastest(path, repeats: int, *args, **kw) -> tuple[float, list[tuple[bool, str]]]:
-    "The fastest of `repeats` timings of `path(*args, **kw)`, with its verdicts (None if the repeats' verdicts differ)."
+def fastest(path, repeats: int, *args, **kw) -> tuple[float, list[tuple[bool, str]] | None, list[float]]:
+    "The fastest of `repeats` timings of `path(*args, **kw)`, its verdicts (None if the repeats' differ), and every timing."
     runs = [path(*args, **kw) for _ in range(repeats)]
-    return min(t for t, _ in runs), runs[0][1] if all(v == runs[0][1] for _, v in runs) else None
+    return min(t for t, _ in runs), runs[0][1] if all(v == runs[0][1] for _, v in runs) else None, [t for t, _ in runs]
 
 
 def bench(n_trivial: int = 40, n_heavy: int = 20, repeats: int = 1) -> dict:
@@ -69,18 +69,19 @@ def bench(n_trivial: int = 40, n_heavy: int = 20, repeats: int = 1) -> dict:
     res = {'cpus': os.cpu_count(), 'load_before': os.getloadavg()[0], 'repeats': repeats, 'rows': []}
     many = os.cpu_count() or 1
     for name, (progs, tests) in sets.items():
-        t_naive, v_naive = fastest(naive, repeats, progs, tests)
-        t_cold, v_cold = fastest(executor, repeats, progs, tests, warm=False, workers=1)
-        t_w1, v_w1 = fastest(executor, repeats, progs, tests, workers=1)
-        t_w2, v_w2 = fastest(executor, repeats, progs, tests, workers=2)
-        t_wn, v_wn = fastest(executor, repeats, progs * max(1, many // 2), tests * max(1, many // 2) if tests else None, workers=many) if many > 2 else (t_w2, v_w2)
+        t_naive, v_naive, all_naive = fastest(naive, repeats, progs, tests)
+        t_cold, v_cold, all_cold = fastest(executor, repeats, progs, tests, warm=False, workers=1)
+        t_w1, v_w1, all_w1 = fastest(executor, repeats, progs, tests, workers=1)
+        t_w2, v_w2, _ = fastest(executor, repeats, progs, tests, workers=2)
+        t_wn, v_wn, _ = fastest(executor, repeats, progs * max(1, many // 2), tests * max(1, many // 2) if tests else None, workers=many) if many > 2 else (t_w2, v_w2, None)
         same = (v_naive is not None and v_wn is not None and v_naive == v_cold == v_w1 == v_w2
                 and all(ok for ok, _ in v_naive) and all(ok for ok, _ in v_wn))
         per_test = len(tests[0]) if tests and isinstance(tests[0][0], IOCase) else 1
         res['rows'].append(dict(programs=name, n=len(progs), naive_ms=1e3 * t_naive, cold_ms=1e3 * t_cold,
                                 warm_ms=1e3 * t_w1, speedup=t_naive / t_w1, throughput_c1=1 / t_w1,
                                 throughput_c2=1 / t_w2, throughput_cpus=1 / t_wn, ms_per_test_c1=1e3 * t_w1 / per_test,
-                                identical_verdicts=same))
+                                identical_verdicts=same,
+                                timings_ms={k: [1e3 * t for t in v] for k, v in (("naive", all_naive), ("cold", all_cold), ("warm", all_w1))}))
     res['load_after'] = os.getloadavg()[0]
     return res
 
