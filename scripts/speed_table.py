@@ -79,13 +79,18 @@ FIGURES = [(f"CPU loop / TRL GRPOTrainer, per {u}", (LE, 0.5), [(f, n, key(f"our
         ("h200_loop_levers", "steps_summary.json", key("fast+serial", "median_over_timed_steps", "total_s_per_sample"), "serial checker, median step"),
         ("h200_loop_levers", "steps_summary.json", key("fast+compile+overlap", "mean_over_timed_steps", "total_s_per_sample"), "compiled + overlapped checker, mean"),
         ("h200_loop_levers", "steps_summary.json", key("fast+compile+overlap", "median_over_timed_steps", "total_s_per_sample"), "compiled + overlapped checker, median step"),
+        ("h200_levers_orders", "bench_loop_overlap_first.json", key("engines", "fast+compile+overlap", "total_per_sample_s"), "compiled + overlapped, mean, first in its process"),
+        ("h200_levers_orders", "bench_loop_serial_first.json", key("engines", "fast+compile+overlap", "total_per_sample_s"), "compiled + overlapped, mean, second in its process"),
     ]),
     ("H200 Qwen2-1.5B shape, compiled loop, s a sample", (LE, 0.08), [
         ("h200_loop_1p5b", "bench.json", key("sizes", "1.5b", "compiled", "per_sample_total_s"), "compiled step (throughput.online_step)"),
         ("h200_loop_1p5b", "bench.json", key("sizes", "1.5b", "loop_compiled", "per_sample_total_s"), "the training loop, compiled"),
+        ("h200_loop_1p5b_rows", "bench.json", key("sizes", "1.5b", "loop_compiled", "per_sample_total_s"), "the same loop, 1 prompt a step (10 rows)"),
+        ("h200_loop_1p5b_rows", "bench.json", key("sizes", "1.5b", "loop_compiled_p8", "per_sample_total_s"), "the same loop, 8 prompts a step (80 rows)"),
     ]),
     ("H200 Qwen2-1.5B shape, update MFU", (GE, 0.45), [
         ("h200_loop_1p5b", "bench.json", key("sizes", "1.5b", "compiled", "update_mfu"), "of the measured bf16 peak"),
+        ("h200_loop_1p5b_rows", "bench.json", key("sizes", "1.5b", "loop_compiled", "score_update_mfu"), "the loop's scoring + update, 1 prompt a step"),
     ]),
     ("Qwen2-1.5B shape decode step, ms (what is left: profile)", None, [
         ("h100_decode_profile_1p5b", "profile_decode.json", key("variants", "default", "ms_per_decode_step"), "compiled, M = 10, CUDA graph"),
@@ -99,6 +104,8 @@ FIGURES = [(f"CPU loop / TRL GRPOTrainer, per {u}", (LE, 0.5), [(f, n, key(f"our
         ("cpu_decode_compile", "profile_decode_default_first.json", COMPILED_OVER_EAGER, "the same, default first"),
         ("h100_levers_orders", "bench_loop_overlap_first.json", LEVERS_OVER_SERIAL, "GPU loop, both levers / neither (levers first)"),
         ("h100_levers_orders", "bench_loop_serial_first.json", LEVERS_OVER_SERIAL, "the same, levers second"),
+        ("h200_levers_orders", "bench_loop_overlap_first.json", LEVERS_OVER_SERIAL, "GPU loop, both levers / neither (levers first)"),
+        ("h200_levers_orders", "bench_loop_serial_first.json", LEVERS_OVER_SERIAL, "the same, levers second"),
     ]),
 ]
 
