@@ -15,7 +15,8 @@
 # Runs live in /tmp/runs, so a later call on the same warm machine resumes them; to resume on a fresh machine, put the
 # packed parts of the last job in RESUME_DIR (*.tgz.NN, joined here).
 # usage: bash scripts/campaign_job.sh BUDGET_S ARM [ARM ...] [--resume RESUME_DIR]
-# (EVAL_RESERVE_S=S in the environment: the seconds a confirm_* run keeps for its evaluation after its last step)
+# (EVAL_RESERVE_S=S in the environment: the seconds a confirm_* run keeps for its evaluation after its last step; LEASE_S=S: the
+# device lease left when the call began, so that the printed next call drops the confirm_* runs the rest of the lease cannot finish)
 set -uo pipefail
 T0=$(date +%s); BUDGET=$1; shift; ARMS=(); RESUME=""
 while [ $# -gt 0 ]; do if [ "$1" = --resume ]; then RESUME=$2; shift 2; else ARMS+=("$1"); shift; fi; done
@@ -82,7 +83,11 @@ done
 wait
 echo "sizes:"; du -sh $R/* 2>/dev/null | sort -h | tail -25
 for f in $L/*.log; do echo "== $f"; tail -4 $f; done; cat $R/*/ledger.jsonl; cat $R/chain_check/chain_check.json 2>/dev/null
-[ -n "$CONFIRM" ] && { echo "next call (confirm.py next-call: from the ledgers; the machine waits 30 s):"; $K next-call $R $(printf '%s\n' "${ARMS[@]}" | grep '^confirm_') || true; }
+# LEASE_S=S: the device lease left when this call began (the last reply's budget_left_s); the next call then keeps to what is
+# left after this job (less 20 s for the call's own start and return) and drops the runs it cannot finish
+LEASE=${LEASE_S:+$(( LEASE_S - $(date +%s) + T0 - 20 ))}
+[ -n "$CONFIRM" ] && { echo "next call (confirm.py next-call: from the ledgers${LEASE:+, about $LEASE s of lease left}; the machine waits 30 s):"
+  $K next-call $R $(printf '%s\n' "${ARMS[@]}" | grep '^confirm_') ${LEASE:+--lease $LEASE} || true; }
 [ -d $R/weight_check ] && python3 -c "from proposal_nb.analysis.weight_check import dtype_draws, dtype_table; print(dtype_table(dtype_draws('$R/weight_check')).to_string())"
 $C pack-runs $R /tmp/runs.tar.gz && split -b 15000000 -d /tmp/runs.tar.gz $OUT/runs.tgz.
 ls -la $OUT; echo "job wall $(( $(date +%s) - T0 )) s"

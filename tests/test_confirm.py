@@ -34,6 +34,21 @@ def test_script_lists_the_runs():
     assert out.stdout.split()[:5] == ["confirm_iguana_s1", "confirm_msc_s1", "confirm_rb_msc_s1", "confirm_msc_m2_s1", "confirm_rb_msc_m2_s1"]
 
 
+def test_next_call_on_the_command_line_drops_what_the_lease_cannot_hold(tmp_path):
+    "2026-12-07's M = 2 pair after its first job on an H200 (115 and 112 of 250 steps), with 1,034 s of lease left."
+    import json
+    for n, end, s in (("m", 115, 475.3), ("r", 112, 475.0)):
+        (tmp_path / n).mkdir()
+        (tmp_path / n / "ledger.jsonl").write_text(json.dumps(dict(arm=n, steps=250, stopped=None, start_step=0, end_step=end, train_s=s)) + "\n")
+    call = lambda *extra: json.loads(subprocess.run([sys.executable, str(REPO / "scripts" / "confirm.py"), "next-call", str(tmp_path), "m", "r",
+                                                     *extra], capture_output=True, text=True, cwd=REPO, check=True).stdout)
+    both, within = call(), call("--lease", "1034")
+    assert both["lease_s"] == 1115 and "drop" not in both
+    assert within["drop"] == ["r"] and within["command"] == "bash scripts/campaign_job.sh 595 m" and within["lease_s"] <= 1034
+    sh = (REPO / "scripts" / "campaign_job.sh").read_text()          # the job passes the lease left after itself when the call sets LEASE_S
+    assert "LEASE=${LEASE_S:+$(( LEASE_S - $(date +%s) + T0 - 20 ))}" in sh and "${LEASE:+--lease $LEASE}" in sh
+
+
 def test_job_script_runs_confirm_arms_through_confirm_py():
     sh = (REPO / "scripts" / "campaign_job.sh").read_text()
     assert 'K="python3 .campaign/src/confirm.py"' in sh and "$K train $a $R" in sh and "$K base $R" in sh

@@ -11,7 +11,8 @@ from . import campaign_job as cj
 __all__ = ['DESIGN_FILE', 'DESIGN', 'PREFIX', 'EVAL_RESERVE_S', 'RUN_FILES', 'USER_COMMAND', 'EVAL_S', 'CALL_FIXED_S',
            'MAX_BUDGET_S', 'PACE_MARGIN', 'COMMANDS', 'load_design', 'arm_names', 'parse_arm', 'arm_settings',
            'arm_config', 'split', 'eval_sets', 'eval_draws', 'base_eval', 'final_eval', 'train', 'finished', 'ledger',
-           'by_set', 'run_summary', 'readme', 'run_facts', 'publish', 'next_call', 'plan', 'readings', 'main']
+           'by_set', 'run_summary', 'readme', 'run_facts', 'publish', 'next_call', 'next_call_within', 'plan',
+           'readings', 'main']
 
 # %% ../../nbs/39g_confirm_job.ipynb #c005
 DESIGN_FILE = cj.REPO / "nbs" / "runs" / "params" / "confirm" / "design.yaml"   # the checkout's (and a source snapshot's) design
@@ -308,6 +309,20 @@ def next_call(runs:Path, names:list[str])->dict:
                 why=f"{steps} step(s) left at {pace:.2f} s a step: " + ("train to the last step but one, then finish and evaluate" if two
                     else "more than two calls; read the next call this job prints"))
 
+def next_call_within(runs:Path, names:list[str], lease:float|None=None)->dict:
+    "`next_call`, and when `lease` seconds cannot hold every run's rest: the most advanced runs they can hold, the others in `drop`."
+    fits = lambda p: p["command"] is not None and p["lease_s"] <= lease and p.get("then", "") is not None
+    whole = next_call(runs, names)
+    if lease is None or whole["command"] is None or fits(whole): return whole
+    done = lambda n: ledger(Path(runs) / n)[-1]["end_step"]
+    todo = sorted((n for n in names if not finished(Path(runs) / n)), key=done, reverse=True)     # the most advanced first
+    for k in range(len(todo) - 1, 0, -1):
+        plan = next_call(runs, todo[:k])
+        if fits(plan):
+            return plan | dict(drop=todo[k:], why=plan["why"] + f"; the {lease:.0f} s left cannot hold all {len(todo)} runs "
+                               f"({whole['lease_s']} s or more): finish {', '.join(todo[:k])}, drop {', '.join(todo[k:])}")
+    return dict(command=None, drop=todo, why=f"the {lease:.0f} s left cannot hold the rest of any of {', '.join(todo)}: give the machine back")
+
 
 # %% ../../nbs/39g_confirm_job.ipynb #c025
 def plan(out:Path, design:dict=DESIGN)->dict:
@@ -337,7 +352,7 @@ COMMANDS = {
     "readings": lambda a: readings(Path(a.args[0]), Path(a.args[1])),
     "finished": lambda a: sys.exit(0 if finished(Path(a.args[0])) else 1),
     "facts": lambda a: print(json.dumps([run_facts(Path(x)) for x in a.args], indent=1)),
-    "next-call": lambda a: print(json.dumps(next_call(Path(a.args[0]), a.args[1:]), indent=1)),
+    "next-call": lambda a: print(json.dumps(next_call_within(Path(a.args[0]), a.args[1:], a.lease), indent=1)),
 }
 
 def main(argv=None):
@@ -347,4 +362,5 @@ def main(argv=None):
     ap.add_argument("--set", action="append", default=[], help="key=value over the run's settings (smoke tests only)")
     ap.add_argument("--no-eval", action="store_true", help="train: no evaluation at the last step")
     ap.add_argument("--eval-reserve-s", type=float, default=EVAL_RESERVE_S, help="train: seconds kept for the evaluation after the last step")
+    ap.add_argument("--lease", type=float, default=None, help="next-call: seconds of device lease left; runs it cannot hold are dropped")
     return COMMANDS[(a := ap.parse_args(argv)).cmd](a)
