@@ -60,18 +60,22 @@ FIGURES = [(f"CPU loop / TRL GRPOTrainer, per {u}", (LE, 0.5), [(f, n, key(f"our
     ("Main job from a fresh clone with set-up, s (2-core CPU)", (LE, 1200), [
         ("cpu_main_job_bf16", "fresh_clone_console.txt", console_seconds, "40 steps per arm, 25 x 12 held-out draws"),
         ("cpu_main_job_fixed_shape", "fresh_clone_af6b89f_console.txt", console_seconds, "fixed-shape log p, 25 x 15 draws"),
+        ("cpu_main_job_xeon", "fresh_clone_c68d495_console.txt", console_seconds, "the same job on a 2-core Intel Xeon (the rows above: AMD EPYC)"),
     ]),
     ("Main job: training steps per arm", (GE, 40), [
         ("cpu_main_job_bf16", "main_job.json", key("before_fp32", "arms", "iguana", "steps"), "before the re-sizing", BEFORE_FP32),
         ("cpu_main_job_fixed_shape", "main_job.json", key("fresh_clone_af6b89f", "arms", "iguana", "steps"), "iguana (msc the same)"),
+        ("cpu_main_job_xeon", "main_job.json", key("fresh_clone_c68d495", "arms", "iguana", "steps"), "iguana (msc the same), Intel Xeon"),
     ]),
     ("Main job: paired validity half-width, IGUANA - base", (LE, 0.07), [
         ("cpu_main_job_bf16", "before_fp32_eval_paired.csv", halfwidth("iguana"), "before the re-sizing: 12 x 6 draws", BEFORE_FP32),
         ("cpu_main_job_fixed_shape", "fresh_clone_af6b89f_eval_paired.csv", halfwidth("iguana"), "25 prompts x 15 draws"),
+        ("cpu_main_job_xeon", "fresh_clone_c68d495_eval_paired.csv", halfwidth("iguana"), "25 prompts x 15 draws, Intel Xeon"),
     ]),
     ("Main job: paired validity half-width, MSC - base", (LE, 0.07), [
         ("cpu_main_job_bf16", "before_fp32_eval_paired.csv", halfwidth("msc"), "before the re-sizing: 12 x 6 draws", BEFORE_FP32),
         ("cpu_main_job_fixed_shape", "fresh_clone_af6b89f_eval_paired.csv", halfwidth("msc"), "25 prompts x 15 draws"),
+        ("cpu_main_job_xeon", "fresh_clone_c68d495_eval_paired.csv", halfwidth("msc"), "25 prompts x 15 draws, Intel Xeon"),
     ]),
     ("H200 embedded loop, IGUANA 8 prompts x M = 10, s a sample (all phases)", (LE, 0.015), [
         ("h200_fast_loop", "bench_loop.json", key("engines", "fast", "total_per_sample_s"), "fast engine, mean over 24 steps"),
