@@ -10,8 +10,9 @@ columns in use at mid-completion, the LM head, the keyed draw); and the floor: t
 --model embedded draws from one real training prompt with the loop's cache layout (the longest embedded prompt + max-new
 columns); a key of throughput.QWEN2_SHAPES (0.5b, 1.5b, tiny) builds a random-init Qwen2 of that shape with a random
 prompt of --prompt-tokens. LoRA r = 8 is merged either way, and every draw runs to --max-new tokens (no stop). --compile
-lists the decode-layer variants to time, comma-separated: off, default, or a torch.compile mode such as
-max-autotune-no-cudagraphs. Writes OUT_DIR/profile_decode.json."""
+lists the decode-layer variants to time, comma-separated: off, packed (a bf16 CPU: the products on oneDNN-prepacked
+weights), default, or a torch.compile mode such as max-autotune-no-cudagraphs; each variant's draws are compared with
+the first variant's (`same_draws_as_first`). Writes OUT_DIR/profile_decode.json."""
 import argparse, json, platform, subprocess, time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -58,20 +59,22 @@ def main():
         if hasattr(torch._dynamo.config, k): setattr(torch._dynamo.config, k, 64)
 
     def sampler(variant, graph=None):
-        c = False if variant == "off" else True if variant == "default" else dict(mode=variant)
-        return FastSampler(peft, batch=a.M, max_len=T, prompt_end=end, compile=c, graph=graph)
+        c = False if variant in ("off", "packed") else True if variant == "default" else dict(mode=variant)
+        return FastSampler(peft, batch=a.M, max_len=T, prompt_end=end, compile=c, graph=graph, pack=variant == "packed")
 
     def per_step_ms(s):                                                   # whole draws, after a warm-up draw (capture, compile)
         t = time.perf_counter(); s.draw([prompt], a.M, a.max_new, keys); sync(); warm = time.perf_counter() - t
         t = time.perf_counter()
-        for _ in range(a.draws): s.draw([prompt], a.M, a.max_new, keys)
-        sync()
+        for _ in range(a.draws): d = s.draw([prompt], a.M, a.max_new, keys)
+        sync(); s.last = d
         return round((time.perf_counter() - t) / a.draws / a.max_new * 1e3, 3), round(warm, 1)
 
-    timed = {}
+    timed, first = {}, None
     for v in variants:
         s = sampler(v); ms, warm = per_step_ms(s)
-        timed[v] = dict(ms_per_decode_step=ms, warmup_s=warm, tokens_per_s=round(a.M / ms * 1e3))
+        first = first or s.last
+        same = torch.equal(s.last.tokens, first.tokens) and torch.equal(s.last.logprobs, first.logprobs)
+        timed[v] = dict(ms_per_decode_step=ms, warmup_s=warm, tokens_per_s=round(a.M / ms * 1e3), same_draws_as_first=same)
         print(f"{v}: {ms} ms a decode step ({timed[v]['tokens_per_s']} tokens/s; warm-up {warm} s)", flush=True)
         del s
         if cuda: torch.cuda.empty_cache()

@@ -2,6 +2,7 @@
 
 # %% ../../nbs/25a_fast_sampler.ipynb #c001
 from __future__ import annotations
+import functools
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -11,9 +12,11 @@ from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 
 from .densities import DecodingConfig
 from .generation import key_hash, keyed_gumbel
+from .models import native_bf16
 
 # %% auto #0
-__all__ = ['FAST_ARCHITECTURES', 'StopRule', 'stop_rule', 'stop_update', 'fast_support', 'decode_layer', 'FastSampler', 'Draws']
+__all__ = ['FAST_ARCHITECTURES', 'StopRule', 'stop_rule', 'stop_update', 'fast_support', 'packs_weights', 'pack_weight',
+           'packed_linear', 'decode_layer', 'FastSampler', 'Draws']
 
 # %% ../../nbs/25a_fast_sampler.ipynb #c007
 class StopRule(NamedTuple):
@@ -82,24 +85,57 @@ def _rms(x, w, eps):
     h = x.float()
     return w * (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype)
 
+@functools.cache
+def _onednn_bf16_packing()->bool:
+    "Whether this torch and CPU pack a bf16 weight for oneDNN (one small trial: the op needs AVX512 or AVX-NE-CONVERT)."
+    if not torch.backends.mkldnn.is_available(): return False
+    try: packed_linear(torch.ones(2, 8, dtype=torch.bfloat16), pack_weight(torch.ones(4, 8, dtype=torch.bfloat16), 2), None)
+    except (AttributeError, RuntimeError): return False
+    return True
+
+def packs_weights(device, # where the sampler runs
+                  dtype:torch.dtype, # the model's dtype
+                 )->bool:
+    "Whether the decode step's products can read oneDNN-prepacked weights here: a CPU, bf16, and a torch and CPU whose oneDNN packs bf16."
+    return torch.device(device).type == "cpu" and dtype == torch.bfloat16 and _onednn_bf16_packing()
+
+def pack_weight(w:torch.Tensor, # [out, in] weight
+                rows:int, # rows multiplied at a time (the sampler's batch)
+               )->torch.Tensor:
+    "A copy of `w` in oneDNN's blocked layout, for `_linear` (packing once per refresh, not inside every product)."
+    return torch.ops.mkldnn._reorder_linear_weight(w, rows)
+
+def packed_linear(x, # [..., in]
+                  p:torch.Tensor, # a weight from pack_weight
+                  b:torch.Tensor|None, # bias
+                 )->torch.Tensor: # [..., out]
+    "x Wᵀ + b with W packed by `pack_weight` (oneDNN)."
+    y = torch.ops.mkldnn._linear_pointwise(x.reshape(-1, x.shape[-1]), p, b, "none", [], "")
+    return y.view(*x.shape[:-1], y.shape[-1])
+
+def _linear(x, w:dict, name:str):
+    "x Wᵀ + b for the layer's weight `name`: on its packed copy `w[name + '_p']` where the sampler made one, else F.linear."
+    p = w.get(name + "_p")
+    return F.linear(x, w[name], w[name + "_b"]) if p is None else packed_linear(x, p, w[name + "_b"])
+
 def decode_layer(x, # [b, 1, d] hidden state of the new token
                  kc, vc, # [b, kv, T, dh] this layer's key/value cache (written at column pos)
                  pos, # [1] long: the cache column of the token
                  cos, sin, # [b, 1, dh] rotary tables at each row's position
                  mask, # [b, 1, 1, T] bool: the columns each row attends to
-                 w:dict, # the layer's tensors: ln1, qkv, qkv_b, o, o_b, ln2, gate, gate_b, up, up_b, down, down_b
+                 w:dict, # the layer's tensors: ln1, qkv, qkv_b, o, o_b, ln2, gate, gate_b, up, up_b, down, down_b (and `<name>_p`: packed copies)
                  H:int, KV:int, dh:int, eps:float, scale:float, # heads, kv heads, head dim, norm eps, attention scale
                 )->torch.Tensor: # [b, 1, d]
     "One decoder layer for one new token with a static cache (pure: compiles once for all layers)."
     b = x.shape[0]
-    qkv = F.linear(_rms(x, w["ln1"], eps), w["qkv"], w["qkv_b"])
+    qkv = _linear(_rms(x, w["ln1"], eps), w, "qkv")
     q, k, v = qkv.split([H * dh, KV * dh, KV * dh], -1)
     q, k = apply_rotary_pos_emb(q.view(b, 1, H, dh).transpose(1, 2), k.view(b, 1, KV, dh).transpose(1, 2), cos, sin)
     kc.index_copy_(2, pos, k); vc.index_copy_(2, pos, v.view(b, 1, KV, dh).transpose(1, 2))
     o = F.scaled_dot_product_attention(q.reshape(b, KV, H // KV, dh), kc, vc, attn_mask=mask, scale=scale)
-    x = x + F.linear(o.reshape(b, 1, H * dh), w["o"], w["o_b"])
+    x = x + _linear(o.reshape(b, 1, H * dh), w, "o")
     h = _rms(x, w["ln2"], eps)
-    return x + F.linear(F.silu(F.linear(h, w["gate"], w["gate_b"])) * F.linear(h, w["up"], w["up_b"]), w["down"], w["down_b"])
+    return x + _linear(F.silu(_linear(h, w, "gate")) * _linear(h, w, "up"), w, "down")
 
 def _lin(mod)->tuple:
     "(weight, bias, lora layer or None) of a linear module, plain or wrapped by peft."
@@ -137,6 +173,7 @@ class FastSampler:
                  stop:StopRule|None=None, # eos / fence tables; None: fixed length unless `sample` names a stop id
                  config:DecodingConfig=DecodingConfig(), # the distribution drawn (any non-greedy config, e.g. a card sampler's)
                  prompt_end:int|None=None, # cache column where every prompt ends (a fixed layout: a row's numerics depend on it alone); None: the call's longest prompt
+                 pack:bool|None=None, # the decode step's products on oneDNN-prepacked weight copies; None: where `packs_weights` and the CPU multiplies bf16 natively, not compiled
                 ):
         why = fast_support(model)
         if why: raise ValueError(why)
@@ -182,6 +219,10 @@ class FastSampler:
         self.pad_id = 0
         self._layer = decode_layer
         if compile: self._layer = torch.compile(decode_layer, **({"dynamic": False} | (compile if isinstance(compile, dict) else {})))
+        self.pack = packs_weights(dev, dt) and native_bf16() and not compile if pack is None else pack
+        if self.pack and not packs_weights(dev, dt): raise ValueError(f"pack=True needs a CPU, bf16 and torch's oneDNN linear ops; got {dev}, {dt}")
+        plain_head = type(self.head) is torch.nn.Linear                   # not adapted: packed once
+        self._head_p = pack_weight(self.head.weight.detach(), batch) if self.pack and plain_head else None
         self._cuda_graph = None
         self.refresh()
 
@@ -194,6 +235,8 @@ def _refresh(self:FastSampler):
         for wt, bs, lo in src["qkv"]:
             w["qkv"][r:r + wt.shape[0]].copy_(_merged(wt, lo)); r += wt.shape[0]
         for name, (wt, lo) in ((k, v) for k, v in src.items() if k != "qkv"): w[name].copy_(_merged(wt, lo))
+        if self.pack:
+            for name in ("qkv", "o", "gate", "up", "down"): w[name + "_p"] = pack_weight(w[name], self.B)
 
 def _recapture(self:FastSampler):
     "Drop the captured decode graph; the next draw captures it again (after the weights moved, e.g. an FSDP2 gather)."
@@ -249,7 +292,9 @@ def _step(self:FastSampler):
     mask = ((self.ar >= self.start[:, None]) & (self.ar <= self.pos)).view(self.B, 1, 1, -1)
     for w, kc, vc in zip(self.w, self.kc, self.vc):
         x = self._layer(x, kc, vc, self.pos, cos, sin, mask, w, self.H, self.KV, self.dh, self.eps, self.scale)
-    self._choose(self.head(self.norm(x))[:, -1].float())
+    h = self.norm(x)
+    logits = self.head(h) if self._head_p is None else packed_linear(h, self._head_p, self.head.bias)
+    self._choose(logits[:, -1].float())
     self.pos += 1; self.t += 1
 
 def _capture(self:FastSampler):
