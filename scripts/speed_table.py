@@ -44,6 +44,7 @@ def ratio(new, old):
 
 
 COMPILED_OVER_EAGER = ratio(key("variants", "default", "ms_per_decode_step"), key("variants", "off", "ms_per_decode_step"))
+PACKED_OVER_PLAIN = ratio(key("variants", "packed", "ms_per_decode_step"), key("variants", "off", "ms_per_decode_step"))
 LEVERS_OVER_SERIAL = ratio(key("engines", "fast+compile+overlap", "total_per_sample_s"), key("engines", "fast+serial", "total_per_sample_s"))
 
 
@@ -61,21 +62,25 @@ FIGURES = [(f"CPU loop / TRL GRPOTrainer, per {u}", (LE, 0.5), [(f, n, key(f"our
         ("cpu_main_job_bf16", "fresh_clone_console.txt", console_seconds, "40 steps per arm, 25 x 12 held-out draws"),
         ("cpu_main_job_fixed_shape", "fresh_clone_af6b89f_console.txt", console_seconds, "fixed-shape log p, 25 x 15 draws"),
         ("cpu_main_job_xeon", "fresh_clone_c68d495_console.txt", console_seconds, "the same job on a 2-core Intel Xeon (the rows above: AMD EPYC)"),
+        ("cpu_main_job_packed", "fresh_clone_cae1229_console.txt", console_seconds, "prepacked decode weights, the same Intel Xeon"),
     ]),
     ("Main job: training steps per arm", (GE, 40), [
         ("cpu_main_job_bf16", "main_job.json", key("before_fp32", "arms", "iguana", "steps"), "before the re-sizing", BEFORE_FP32),
         ("cpu_main_job_fixed_shape", "main_job.json", key("fresh_clone_af6b89f", "arms", "iguana", "steps"), "iguana (msc the same)"),
         ("cpu_main_job_xeon", "main_job.json", key("fresh_clone_c68d495", "arms", "iguana", "steps"), "iguana (msc the same), Intel Xeon"),
+        ("cpu_main_job_packed", "main_job.json", key("fresh_clone_cae1229", "arms", "iguana", "steps"), "iguana (msc the same), Intel Xeon, prepacked"),
     ]),
     ("Main job: paired validity half-width, IGUANA - base", (LE, 0.07), [
         ("cpu_main_job_bf16", "before_fp32_eval_paired.csv", halfwidth("iguana"), "before the re-sizing: 12 x 6 draws", BEFORE_FP32),
         ("cpu_main_job_fixed_shape", "fresh_clone_af6b89f_eval_paired.csv", halfwidth("iguana"), "25 prompts x 15 draws"),
         ("cpu_main_job_xeon", "fresh_clone_c68d495_eval_paired.csv", halfwidth("iguana"), "25 prompts x 15 draws, Intel Xeon"),
+        ("cpu_main_job_packed", "fresh_clone_cae1229_eval_paired.csv", halfwidth("iguana"), "the same draws, prepacked"),
     ]),
     ("Main job: paired validity half-width, MSC - base", (LE, 0.07), [
         ("cpu_main_job_bf16", "before_fp32_eval_paired.csv", halfwidth("msc"), "before the re-sizing: 12 x 6 draws", BEFORE_FP32),
         ("cpu_main_job_fixed_shape", "fresh_clone_af6b89f_eval_paired.csv", halfwidth("msc"), "25 prompts x 15 draws"),
         ("cpu_main_job_xeon", "fresh_clone_c68d495_eval_paired.csv", halfwidth("msc"), "25 prompts x 15 draws, Intel Xeon"),
+        ("cpu_main_job_packed", "fresh_clone_cae1229_eval_paired.csv", halfwidth("msc"), "the same draws, prepacked"),
     ]),
     ("H200 embedded loop, IGUANA 8 prompts x M = 10, s a sample (all phases)", (LE, 0.015), [
         ("h200_fast_loop", "bench_loop.json", key("engines", "fast", "total_per_sample_s"), "fast engine, mean over 24 steps"),
@@ -106,6 +111,9 @@ FIGURES = [(f"CPU loop / TRL GRPOTrainer, per {u}", (LE, 0.5), [(f, n, key(f"our
         ("h200_prior_rescoring", "results_grouped.json", ratio(key("rows160_grouped", "s"), key("rows64_interleaved", "s")), "re-scoring base's draws, grouped forced rows"),
         ("cpu_decode_compile", "profile_decode_off_first.json", COMPILED_OVER_EAGER, "CPU decode layer compiled (off first)"),
         ("cpu_decode_compile", "profile_decode_default_first.json", COMPILED_OVER_EAGER, "the same, default first"),
+        ("cpu_decode_packed", "profile_decode_m4_off_first.json", PACKED_OVER_PLAIN, "CPU decode step on prepacked weights, 4 rows (plain first)"),
+        ("cpu_decode_packed", "profile_decode_m4_packed_first.json", PACKED_OVER_PLAIN, "the same, packed first"),
+        ("cpu_decode_packed", "profile_decode_m16_off_first.json", PACKED_OVER_PLAIN, "the same at 16 rows (plain first)"),
         ("h100_levers_orders", "bench_loop_overlap_first.json", LEVERS_OVER_SERIAL, "GPU loop, both levers / neither (levers first)"),
         ("h100_levers_orders", "bench_loop_serial_first.json", LEVERS_OVER_SERIAL, "the same, levers second"),
         ("h200_levers_orders", "bench_loop_overlap_first.json", LEVERS_OVER_SERIAL, "GPU loop, both levers / neither (levers first)"),
