@@ -15,8 +15,8 @@ from .generation import key_hash, keyed_gumbel
 from .models import native_bf16
 
 # %% auto #0
-__all__ = ['FAST_ARCHITECTURES', 'StopRule', 'stop_rule', 'stop_update', 'fast_support', 'packs_weights', 'pack_weight',
-           'packed_linear', 'decode_layer', 'FastSampler', 'Draws']
+__all__ = ['FAST_ARCHITECTURES', 'StopRule', 'stop_rule', 'stop_update', 'packs_weights', 'pack_weight', 'packed_linear',
+           'fast_support', 'decode_layer', 'FastSampler', 'Draws']
 
 # %% ../../nbs/25a_fast_sampler.ipynb #c007
 class StopRule(NamedTuple):
@@ -65,26 +65,7 @@ def stop_update(rule:StopRule, tok:torch.Tensor, # [R] the tokens just drawn
     run.copy_(torch.where(bt, run + rule.bt_len[tok], rule.trail[tok]))
     return rule.is_stop[tok] | (count + run // 3 >= 2)
 
-# %% ../../nbs/25a_fast_sampler.ipynb #c011
-FAST_ARCHITECTURES = ("llama", "qwen2")
-
-def fast_support(model, # a causal LM or a PeftModel
-                )->str|None: # the reason, or None
-    "Why the fast sampler cannot run `model` (None: it can)."
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    c = base.config
-    if c.model_type not in FAST_ARCHITECTURES:
-        return f"model type {c.model_type!r} is not supported by the fast sampler (supported: {', '.join(FAST_ARCHITECTURES)})"
-    if getattr(c, "use_sliding_window", False): return "sliding-window attention is not supported by the fast sampler"
-    if getattr(c, "hidden_act", "silu") != "silu": return f"hidden_act {c.hidden_act!r} is not supported by the fast sampler (silu only)"
-    if getattr(c, "mlp_bias", False): return "MLP biases are not supported by the fast sampler"
-    return None
-
-def _rms(x, w, eps):
-    "RMSNorm in transformers' order: float32 statistics, cast back, times the weight."
-    h = x.float()
-    return w * (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype)
-
+# %% ../../nbs/25a_fast_sampler.ipynb #c011pk
 @functools.cache
 def _onednn_bf16_packing()->bool:
     "Whether this torch and CPU pack a bf16 weight for oneDNN (one small trial: the op needs AVX512 or AVX-NE-CONVERT)."
@@ -117,6 +98,27 @@ def _linear(x, w:dict, name:str):
     "x Wᵀ + b for the layer's weight `name`: on its packed copy `w[name + '_p']` where the sampler made one, else F.linear."
     p = w.get(name + "_p")
     return F.linear(x, w[name], w[name + "_b"]) if p is None else packed_linear(x, p, w[name + "_b"])
+
+
+# %% ../../nbs/25a_fast_sampler.ipynb #c011
+FAST_ARCHITECTURES = ("llama", "qwen2")
+
+def fast_support(model, # a causal LM or a PeftModel
+                )->str|None: # the reason, or None
+    "Why the fast sampler cannot run `model` (None: it can)."
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    c = base.config
+    if c.model_type not in FAST_ARCHITECTURES:
+        return f"model type {c.model_type!r} is not supported by the fast sampler (supported: {', '.join(FAST_ARCHITECTURES)})"
+    if getattr(c, "use_sliding_window", False): return "sliding-window attention is not supported by the fast sampler"
+    if getattr(c, "hidden_act", "silu") != "silu": return f"hidden_act {c.hidden_act!r} is not supported by the fast sampler (silu only)"
+    if getattr(c, "mlp_bias", False): return "MLP biases are not supported by the fast sampler"
+    return None
+
+def _rms(x, w, eps):
+    "RMSNorm in transformers' order: float32 statistics, cast back, times the weight."
+    h = x.float()
+    return w * (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype)
 
 def decode_layer(x, # [b, 1, d] hidden state of the new token
                  kc, vc, # [b, kv, T, dh] this layer's key/value cache (written at column pos)
