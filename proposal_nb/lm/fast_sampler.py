@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 
 from .densities import DecodingConfig
-from .generation import key_hash, keyed_gumbel
+from .generation import key_hash, keyed_choice
 from .models import native_bf16
 
 # %% auto #0
@@ -226,6 +226,7 @@ class FastSampler:
         plain_head = type(self.head) is torch.nn.Linear                   # not adapted: packed once
         self._head_p = pack_weight(self.head.weight.detach(), batch) if self.pack and plain_head else None
         self._cuda_graph = None
+        self._unit_temperature = False
         self.refresh()
 
 # %% ../../nbs/25a_fast_sampler.ipynb #c014
@@ -270,9 +271,11 @@ def _prefill(self:FastSampler, prompt:torch.Tensor, rows:Sequence[slice], start:
 # %% ../../nbs/25a_fast_sampler.ipynb #c015b
 def _choose(self:FastSampler, logits:torch.Tensor):
     "Keyed Gumbel-max over the config's log-probs (or the set temperature); stopped rows emit padding. Writes token, log-prob, stop state at t."
-    if self.config.is_plain: lp = (logits.float() / self.temperature).log_softmax(-1)
+    if self.config.is_plain:
+        x = logits.float()
+        lp = (x if self._unit_temperature else x / self.temperature).log_softmax(-1)   # x / 1 is x, bit for bit
     else: lp = self.config.logprobs(logits, self.seen)                  # the serving order; −inf outside the kept set
-    tok = (lp + keyed_gumbel(self.h, self.t, lp.shape[-1])).argmax(-1)
+    tok = keyed_choice(lp, self.h, self.t)
     f = self.force.gather(1, self.t.expand(self.B)[:, None])[:, 0]
     tok = torch.where(f >= 0, f, tok)                                     # a forced row follows its given tokens
     tok = torch.where(self.done, torch.full_like(tok, self.pad_id), tok)
@@ -375,6 +378,7 @@ def _draw(self:FastSampler, prompts:Sequence[Sequence[int]], # token ids of each
     counts, fP, fC, keys, end = self._draw_plan(prompts, n, new_tokens, keys, temperature, forced)
     R, F, dev = sum(counts), len(fC), self.device
     self.temperature.fill_(temperature)
+    self._unit_temperature = temperature == 1.0 and not self.graph       # a captured graph divides whatever the temperature
     if self.seen is not None: self.seen.zero_()
     for x in (self.count, self.run, self.start, self.plen, self.flen): x.zero_()
     self.force.fill_(-1)

@@ -214,7 +214,32 @@ def keyed_choice(logprobs:torch.Tensor, # [R, V] log π_t (−inf outside the ke
                  h:torch.Tensor, t, # row states and completion position
                 )->torch.Tensor: # [R] chosen token ids
     "Gumbel-max: an exact draw from each row's π_t, fixed by (key, t)."
+    if logprobs.device.type == "cpu": return _keyed_choice_cpu(logprobs, h.cpu(), t)
     return (logprobs.float() + keyed_gumbel(h.to(logprobs.device), t, logprobs.shape[-1])).argmax(-1)
+
+_CPU_ROWS = 4          # rows a CPU draws at once: [4, V] int32 stays in cache across the hash's passes
+_V_COLUMN = {}         # (V, device) → arange(V) · golden, the hash's column term
+
+def _mix32_(x:torch.Tensor)->torch.Tensor:
+    "`_mix32` in place."
+    x ^= (x >> 16) & 0xFFFF; x *= _M1
+    x ^= (x >> 15) & 0x1FFFF; x *= _M2
+    x ^= (x >> 16) & 0xFFFF
+    return x
+
+def _keyed_choice_cpu(logprobs, h, t):
+    "`keyed_choice` on a CPU, bit for bit: `_CPU_ROWS` rows at a time, in place, first maximum by `max` (3× faster than `argmax` there)."
+    R, V = logprobs.shape
+    t = torch.as_tensor(t).to(torch.int32).reshape(-1, 1)
+    ht = _mix32(h.reshape(-1, 1) ^ _mix32(t * _GOLDEN + 1)).expand(R, 1)                       # [R, 1]
+    if (V, "cpu") not in _V_COLUMN: _V_COLUMN[V, "cpu"] = torch.arange(V, dtype=torch.int32) * _GOLDEN
+    v, out = _V_COLUMN[V, "cpu"], torch.empty(R, dtype=torch.long)
+    for s in range(0, R, _CPU_ROWS):
+        x = _mix32_(ht[s:s + _CPU_ROWS] ^ v)
+        x >>= 8; x &= 0xFFFFFF; x.clamp_(min=1)
+        g = x.float().mul_(2.0**-24).log_().neg_().log_().neg_()                                  # keyed_gumbel's rows
+        out[s:s + _CPU_ROWS] = g.add_(logprobs[s:s + _CPU_ROWS]).max(-1).indices
+    return out
 
 # %% ../../nbs/25_generation.ipynb #c011f
 class KeyedProcessor(ConfigProcessor):
