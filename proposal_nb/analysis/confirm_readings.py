@@ -20,11 +20,11 @@ from .findings import headroom
 from ..results import project_commit, read_file, write_json
 
 # %% auto #0
-__all__ = ['BASE_RUN', 'BASE_ARM', 'PREFIX', 'DOMAINS', 'POOLED', 'N_BOOT', 'BOOT_SEED', 'USER_COMMAND', 'MACHINE', 'sha256',
-           'read_design', 'run_name', 'run_files', 'prompt_table', 'parse_run', 'prompt_tables', 'values', 'Reading',
-           'reading', 'ratio_values', 'Spec', 'reading_specs', 'gap_reading', 'missing_runs', 'power_size', 'read_spec',
-           'row_call', 'readings_table', 'synthetic_design', 'synthetic_runs', 'summarize', 'readme',
-           'write_confirm_readings']
+__all__ = ['BASE_RUN', 'BASE_ARM', 'PREFIX', 'DOMAINS', 'POOLED', 'N_BOOT', 'BOOT_SEED', 'POOLS', 'USER_COMMAND', 'MACHINE',
+           'sha256', 'read_design', 'run_name', 'run_files', 'prompt_table', 'parse_run', 'prompt_tables', 'values',
+           'Reading', 'reading', 'ratio_values', 'Spec', 'reading_specs', 'gap_reading', 'missing_runs', 'power_size',
+           'read_spec', 'row_call', 'untestable_note', 'readings_table', 'synthetic_design', 'synthetic_runs',
+           'summarize', 'readme', 'write_confirm_readings']
 
 # %% ../../nbs/36c_confirm_readings.ipynb #r005
 BASE_RUN, BASE_ARM = "base_confirm", "base"   # the untrained model's folder, and its arm name in the tables
@@ -284,6 +284,17 @@ def _gap(spec:Spec, r:Reading, sky:float|None)->float|None:
     return None
 
 # %% ../../nbs/36c_confirm_readings.ipynb #r030
+POOLS = dict(embedded=(124, "tasks of the embedded set"), humaneval=(164, "HumanEval prompts"),
+             heldout=(288, "prompts of the embedded set and HumanEval together"))   # every prompt a domain could ever give
+
+def untestable_note(verdict:str, # the row's verdict
+                    need:int|None, # the rule's own 80%-power size (row_call's need)
+                    domain:str, # the primary line's domain (POOLS)
+                   )->str: # '' unless the size exceeds the domain's whole pool
+    "'untestable here' with the size, where an inconclusive row would need more prompts than its domain holds at all."
+    if verdict != "inconclusive" or not need or domain not in POOLS or need <= POOLS[domain][0]: return ""
+    return f"untestable here: 80% power needs ≈ {need:,} prompts, more than the {POOLS[domain][0]} {POOLS[domain][1]}"
+
 def readings_table(tables:pd.DataFrame, # prompt_tables
                    design:dict)->tuple[pd.DataFrame, dict]: # (one line per reading, {'skyline', 'headroom'})
     "Every reading of the design with its interval, status, missing runs, row verdict and 80%-power size."
@@ -318,7 +329,8 @@ def readings_table(tables:pd.DataFrame, # prompt_tables
         prim = g[g.role == "primary"]
         c = row_call(row, {p.part: Reading(*[p[f] for f in Reading._fields]) for _, p in prim.iterrows()}, sky, room)
         t.loc[g.index, "status"] = np.where(g.role == "primary", "verdict", "described")   # secondary lines are never ruled on
-        t.loc[prim.index, "verdict"], t.loc[prim.index, "verdict_note"] = c.verdict, c.note
+        note = "; ".join(x for x in (untestable_note(c.verdict, c.need, prim.domain.iloc[0]), c.note) if x)
+        t.loc[prim.index, "verdict"], t.loc[prim.index, "verdict_note"] = c.verdict, note
         t.loc[prim.index, "row_power"] = c.need if c.need is not None else np.nan
     return t, dict(skyline=sky, headroom=room)
 
@@ -436,7 +448,8 @@ base's draws, 246 held-out prompts): {s['skyline']:.4f}; the base's wacc headroo
   `described` (the controls, and a decided row's secondary lines). `missing`: the runs
   a row waits for. `verdict`, `verdict_note`: the row's rule (finding_rules: rule_validity for row 1, sign_rule, which
   is rule_coverage's pass@k part, for row 2, rule_skyline for row 5), on its primary lines only. `row_power`: the rule's
-  own need when it is inconclusive.
+  own need when it is inconclusive; where that exceeds every prompt the line's domain holds (`POOLS`: 124 embedded
+  tasks, 164 HumanEval prompts, 288 together), `verdict_note` opens with `untestable here` and the size.
 - `power_prompts`: prompts at which a two-sided 5% paired test of the distance between the estimate and the rule's
   boundary has 80% power (`intervals.n_for_power`, SD from the interval's half-width), at the same seeds; a lower
   bound where the run variance dominates the width. `power_note`: why there is none ("untestable here: ...").

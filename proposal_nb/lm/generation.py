@@ -228,7 +228,7 @@ def _mix32_(x:torch.Tensor)->torch.Tensor:
     return x
 
 def _keyed_choice_cpu(logprobs, h, t):
-    "`keyed_choice` on a CPU, bit for bit: `_CPU_ROWS` rows at a time, in place, first maximum by `max` (3× faster than `argmax` there)."
+    "`keyed_choice` on a CPU, bit for bit: `_CPU_ROWS` rows at a time, in place, first maximum by `max` (the same index as `argmax`)."
     R, V = logprobs.shape
     t = torch.as_tensor(t).to(torch.int32).reshape(-1, 1)
     ht = _mix32(h.reshape(-1, 1) ^ _mix32(t * _GOLDEN + 1)).expand(R, 1)                       # [R, 1]

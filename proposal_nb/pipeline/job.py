@@ -12,10 +12,10 @@ from .console import _rel, console_stream, failure_message, fmt_seconds, output_
 from .notebooks import REPO, run_notebook, RUNS
 
 # %% auto #0
-__all__ = ['DEFAULT_TASKS', 'DEFAULT_SPLIT', 'DEFAULT_DTYPE', 'DEFAULT_TRAIN', 'FLOAT32_SIZES', 'JOB_LOG', 'HEADLINE_METRICS',
-           'JOB_FINDINGS', 'publish_gpu_benchmark', 'default_published', 'base_validity', 'final_adapter',
-           'default_steps', 'run_pipeline', 'build_results_site', 'headline_table', 'job_findings', 'findings_lines',
-           'job_tables', 'job_summary', 'read_table_ids']
+__all__ = ['DEFAULT_TASKS', 'DEFAULT_SPLIT', 'DEFAULT_DTYPE', 'DEFAULT_HELDOUT', 'EVAL_TARGET', 'EVAL_M', 'DEFAULT_TRAIN',
+           'FLOAT32_SIZES', 'JOB_LOG', 'HEADLINE_METRICS', 'JOB_FINDINGS', 'publish_gpu_benchmark', 'default_published',
+           'base_validity', 'final_adapter', 'eval_runs', 'default_steps', 'run_pipeline', 'build_results_site',
+           'headline_table', 'job_findings', 'findings_lines', 'job_tables', 'job_summary', 'read_table_ids']
 
 # %% ../../nbs/39b_job.ipynb #c008
 def publish_gpu_benchmark(results:str|Path, # the results folder (bench_gpu/ is written in it)
@@ -55,6 +55,8 @@ def default_published()->Path|None:
 DEFAULT_TASKS = dict(tasks="embedded", difficulties="easy,medium", limit=0)    # the task set every step shares: 84 tasks, 25 held out
 DEFAULT_SPLIT = dict(heldout_frac=0.3, split_seed=42)                          # training / held-out split
 DEFAULT_DTYPE = dict(dtype="auto")                                             # bf16 where the hardware multiplies it natively (CUDA, AVX512-BF16, AMX), else float32
+DEFAULT_HELDOUT = 25                                                          # held-out prompts of DEFAULT_TASKS at DEFAULT_SPLIT
+EVAL_TARGET, EVAL_M = 0.07, 5                                                  # the paired validity half-width the evaluation is sized for; draws per run
 DEFAULT_TRAIN = dict(M=4, prompts_per_step=1, steps=40, lr=1e-3, max_new_tokens=128, checkpoint_every=20)   # 40 steps of 4 draws
 FLOAT32_SIZES = dict(tasks=dict(limit=40), train=dict(M=5, prompts_per_step=2, steps=8, checkpoint_every=4),
                      z=dict(batch_size=80), eval=dict(R=2, M=3, batch_size=72, prior_runs=0))   # no native bf16: the earlier sizes (764 s in float32, published/cpu_main_job_bf16)
@@ -73,6 +75,16 @@ def final_adapter(run_dir, # an online training run folder (holding checkpoints/
     ck = sorted((Path(run_dir) / "checkpoints").glob("step-*"), key=lambda p: checkpoint_parts(p.name)[1])
     if not ck: raise FileNotFoundError(f"{run_dir}: no checkpoint")
     return str(ck[-1] / "adapter")
+
+def eval_runs(target:float=EVAL_TARGET, # wanted 95% half-width of the paired validity difference
+              n_prompts:int=DEFAULT_HELDOUT, # held-out prompts
+              M:int=EVAL_M, # draws per run
+             )->int: # runs R per prompt: R·M ≥ the draws `plan_draws` asks for
+    "The evaluation's runs per prompt, set from the target before anything runs."
+    from proposal_nb.analysis.evaluation import plan_draws
+    need = plan_draws(target, n_prompts)
+    if need is None: raise ValueError(f"no number of draws reaches a half-width of {target} with {n_prompts} prompts")
+    return -(-need // M)
 
 def default_steps(results:str|Path, # the folder that receives one subfolder per step
                   bf16:bool|None=None, # the model steps run in bf16 (the re-sized job); False: float32, FLOAT32_SIZES; None: as dtype 'auto' resolves here
@@ -97,7 +109,8 @@ def default_steps(results:str|Path, # the folder that receives one subfolder per
                                                   "batch_size": 84, **small.get("z", {})}),
         ("iguana", RUNS / "11_train_online.ipynb", train("iguana")),
         ("msc", RUNS / "11_train_online.ipynb", train("msc")),
-        ("eval", RUNS / "13_evaluate.ipynb", {"out_dir": str(R / "eval"), **tasks, **DEFAULT_SPLIT, **DEFAULT_DTYPE, "R": 3, "M": 5, "batch_size": 125, "prior_runs": 1,
+        ("eval", RUNS / "13_evaluate.ipynb", {"out_dir": str(R / "eval"), **tasks, **DEFAULT_SPLIT, **DEFAULT_DTYPE, "R": eval_runs(), "M": EVAL_M,
+             "target_halfwidth": EVAL_TARGET, "batch_size": 125, "prior_runs": 1,
              **small.get("eval", {}), "max_new_tokens": 128, "checkpoints": lambda: f"base=,iguana={final_adapter(R / 'iguana')},msc={final_adapter(R / 'msc')}"}),
     ] + [(f"breakeven_{est}", RUNS / "31_breakeven.ipynb", breakeven(est)) for est in ("iguana", "msc")]
 
