@@ -217,6 +217,7 @@ def keyed_choice(logprobs:torch.Tensor, # [R, V] log π_t (−inf outside the ke
     if logprobs.device.type == "cpu": return _keyed_choice_cpu(logprobs, h.cpu(), t)
     return (logprobs.float() + keyed_gumbel(h.to(logprobs.device), t, logprobs.shape[-1])).argmax(-1)
 
+# %% ../../nbs/25_generation.ipynb #c011bc
 _CPU_ROWS = 4          # rows a CPU draws at once: [4, V] int32 stays in cache across the hash's passes
 _V_COLUMN = {}         # (V, device) → arange(V) · golden, the hash's column term
 

@@ -14,7 +14,7 @@ from .notebooks import REPO, run_notebook, RUNS
 # %% auto #0
 __all__ = ['DEFAULT_TASKS', 'DEFAULT_SPLIT', 'DEFAULT_DTYPE', 'DEFAULT_HELDOUT', 'EVAL_TARGET', 'EVAL_M', 'DEFAULT_TRAIN',
            'FLOAT32_SIZES', 'JOB_LOG', 'HEADLINE_METRICS', 'JOB_FINDINGS', 'publish_gpu_benchmark', 'default_published',
-           'base_validity', 'final_adapter', 'eval_runs', 'default_steps', 'run_pipeline', 'build_results_site',
+           'base_validity', 'final_adapter', 'default_steps', 'eval_runs', 'run_pipeline', 'build_results_site',
            'headline_table', 'job_findings', 'findings_lines', 'job_tables', 'job_summary', 'read_table_ids']
 
 # %% ../../nbs/39b_job.ipynb #c008
@@ -76,16 +76,6 @@ def final_adapter(run_dir, # an online training run folder (holding checkpoints/
     if not ck: raise FileNotFoundError(f"{run_dir}: no checkpoint")
     return str(ck[-1] / "adapter")
 
-def eval_runs(target:float=EVAL_TARGET, # wanted 95% half-width of the paired validity difference
-              n_prompts:int=DEFAULT_HELDOUT, # held-out prompts
-              M:int=EVAL_M, # draws per run
-             )->int: # runs R per prompt: R·M ≥ the draws `plan_draws` asks for
-    "The evaluation's runs per prompt, set from the target before anything runs."
-    from proposal_nb.analysis.evaluation import plan_draws
-    need = plan_draws(target, n_prompts)
-    if need is None: raise ValueError(f"no number of draws reaches a half-width of {target} with {n_prompts} prompts")
-    return -(-need // M)
-
 def default_steps(results:str|Path, # the folder that receives one subfolder per step
                   bf16:bool|None=None, # the model steps run in bf16 (the re-sized job); False: float32, FLOAT32_SIZES; None: as dtype 'auto' resolves here
                  )->list[tuple[str, Path, dict]]: # (name, notebook, parameters); callables are resolved when the step runs
@@ -113,6 +103,17 @@ def default_steps(results:str|Path, # the folder that receives one subfolder per
              "target_halfwidth": EVAL_TARGET, "batch_size": 125, "prior_runs": 1,
              **small.get("eval", {}), "max_new_tokens": 128, "checkpoints": lambda: f"base=,iguana={final_adapter(R / 'iguana')},msc={final_adapter(R / 'msc')}"}),
     ] + [(f"breakeven_{est}", RUNS / "31_breakeven.ipynb", breakeven(est)) for est in ("iguana", "msc")]
+
+# %% ../../nbs/39b_job.ipynb #c014e
+def eval_runs(target:float=EVAL_TARGET, # wanted 95% half-width of the paired validity difference
+              n_prompts:int=DEFAULT_HELDOUT, # held-out prompts
+              M:int=EVAL_M, # draws per run
+             )->int: # runs R per prompt: R·M ≥ the draws `plan_draws` asks for
+    "The evaluation's runs per prompt, set from the target before anything runs."
+    from proposal_nb.analysis.evaluation import plan_draws
+    need = plan_draws(target, n_prompts)
+    if need is None: raise ValueError(f"no number of draws reaches a half-width of {target} with {n_prompts} prompts")
+    return -(-need // M)
 
 # %% ../../nbs/39b_job.ipynb #c015b
 def run_pipeline(results="results", # folder that receives one subfolder per step
