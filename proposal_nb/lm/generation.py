@@ -239,7 +239,7 @@ def _keyed_choice_cpu(logprobs, h, t):
         x = _mix32_(ht[s:s + _CPU_ROWS] ^ v)
         x >>= 8; x &= 0xFFFFFF; x.clamp_(min=1)
         g = x.float().mul_(2.0**-24).log_().neg_().log_().neg_()                                  # keyed_gumbel's rows
-        out[s:s + _CPU_ROWS] = g.add_(logprobs[s:s + _CPU_ROWS]).max(-1).indices
+        out[s:s + _CPU_ROWS] = g.add_(logprobs[s:s + _CPU_ROWS].float()).max(-1).indices   # float32 first, as the plain sum
     return out
 
 # %% ../../nbs/25_generation.ipynb #c011f
