@@ -15,8 +15,8 @@ from .generation import key_hash, keyed_choice
 from .models import native_bf16
 
 # %% auto #0
-__all__ = ['FAST_ARCHITECTURES', 'StopRule', 'stop_rule', 'stop_update', 'packs_weights', 'pack_weight', 'packed_linear',
-           'fast_support', 'decode_layer', 'FastSampler', 'Draws']
+__all__ = ['FAST_ARCHITECTURES', 'SHRINK_FLOOR', 'StopRule', 'stop_rule', 'stop_update', 'packs_weights', 'pack_weight',
+           'packed_linear', 'fast_support', 'decode_layer', 'FastSampler', 'Draws']
 
 # %% ../../nbs/25a_fast_sampler.ipynb #c007
 class StopRule(NamedTuple):
@@ -364,6 +364,45 @@ def _prefill_groups(prompts:list, counts:list[int], fP:list, R:int)->list[tuple]
 FastSampler._draw_plan = _draw_plan
 
 
+# %% ../../nbs/25a_fast_sampler.ipynb #c016s
+_ROW_STATE = ("tok", "h", "start", "plen", "count", "run", "length", "done", "out", "lp", "force", "flen", "seen")   # one row each
+SHRINK_FLOOR = 40   # fewest rows a shrunk draw decodes (stopped rows fill up to it): oneDNN multiplies 33-36 rows or fewer by other kernels, in another rounding
+
+class _RowBuffers:
+    "A draw's full-size row buffers while the sampler decodes a subset of rows: which rows run, where their results go back."
+    def __init__(self, s:FastSampler):
+        self.s, self.B, self.kc, self.vc = s, s.B, s.kc, s.vc
+        self.full = {k: getattr(s, k) for k in _ROW_STATE}
+        self.rows = None                                   # the decoded rows' indices into the full buffers (None: all)
+
+    def _put_back(self, which:torch.Tensor):
+        "Copy the results of the decoded rows `which` (indices into the current rows) into the full buffers."
+        at = which if self.rows is None else self.rows[which]
+        for k in ("out", "lp", "length", "done"): self.full[k][at] = getattr(self.s, k)[which]
+
+    def shrink(self, share:float):
+        "Decode only the running rows from now on, if they are at most `share` of the rows decoded now (a gather of their caches)."
+        s = self.s
+        running, stopped = (~s.done).nonzero()[:, 0], s.done.nonzero()[:, 0]
+        keep = max(len(running), min(SHRINK_FLOOR, s.B))
+        if len(running) == 0 or keep > share * s.B: return
+        fill, gone = stopped[:keep - len(running)], stopped[keep - len(running):]
+        self._put_back(gone)
+        live = torch.cat([running, fill]).sort().values
+        self.rows = live if self.rows is None else self.rows[live]
+        for k in _ROW_STATE:
+            if getattr(s, k) is not None: setattr(s, k, getattr(s, k)[live])
+        s.kc, s.vc, s.B = [k[live] for k in s.kc], [v[live] for v in s.vc], len(live)
+
+    def restore(self):
+        "Put the decoded rows' results back and the full-size buffers in place."
+        s = self.s
+        if self.rows is None: return
+        self._put_back(torch.arange(s.B, device=s.device))
+        for k, v in self.full.items(): setattr(s, k, v)
+        s.kc, s.vc, s.B, self.rows = self.kc, self.vc, self.B, None
+
+
 # %% ../../nbs/25a_fast_sampler.ipynb #c016b
 @torch.no_grad()
 def _draw(self:FastSampler, prompts:Sequence[Sequence[int]], # token ids of each prompt
@@ -373,6 +412,7 @@ def _draw(self:FastSampler, prompts:Sequence[Sequence[int]], # token ids of each
          temperature:float=1.0, # sampling temperature (no truncation)
          check_every:int=16, # decode steps between checks whether every row stopped (a host sync)
          forced:Sequence[tuple]=(), # (prompt ids, completion ids) pairs: rows after the draws that follow the given tokens
+         shrink:float=0.75, # outside a CUDA graph, at a check: decode only the running rows once they are at most this share of the rows (0: never)
         )->Draws:
     "Draw `n` completions of each prompt; row r's draw depends only on its prompt, its key and the weights. Forced rows get the log-probs of their tokens under the same categoricals."
     counts, fP, fC, keys, end = self._draw_plan(prompts, n, new_tokens, keys, temperature, forced)
@@ -400,12 +440,16 @@ def _draw(self:FastSampler, prompts:Sequence[Sequence[int]], # token ids of each
     self._choose(first)
     self.t.fill_(1)                                               # the first token enters the cache at column `end`
     if self.graph and self._cuda_graph is None: self._capture()
-    done_n = 1
-    while done_n < new_tokens:
-        if self.graph: self._cuda_graph.replay()
-        else: self._step()
-        done_n += 1
-        if (self._rule is not None or F) and done_n % check_every == 0 and bool(self.done.all()): break
+    done_n, full = 1, _RowBuffers(self)
+    try:
+        while done_n < new_tokens:
+            if self.graph: self._cuda_graph.replay()
+            else: self._step()
+            done_n += 1
+            if (self._rule is not None or F) and done_n % check_every == 0:
+                if bool(self.done.all()): break
+                if not self.graph: full.shrink(shrink)
+    finally: full.restore()
     L = self.length[:R + F].clamp(max=done_n)
     keep = torch.arange(done_n, device=dev)[None] < L[:, None]
     return Draws(torch.where(keep, self.out[:R + F, :done_n], self.pad_id).clone(), torch.where(keep, self.lp[:R + F, :done_n], 0.0), L.clone())   # 0 after the end, also where the pad token's log-prob is -inf
