@@ -65,6 +65,7 @@ FIGURES = [(f"CPU loop / TRL GRPOTrainer, per {u}", (LE, 0.5), [(f, n, key(f"our
         ("cpu_main_job_packed", "fresh_clone_cae1229_console.txt", console_seconds, "prepacked decode weights, the same Intel Xeon"),
         ("cpu_main_job_keyed", "fresh_clone_05ecfd2_console.txt", console_seconds, "the keyed draw 4 rows at a time, the same Intel Xeon"),
         ("cpu_main_job_keyed", "fresh_clone_8270b40_console.txt", console_seconds, "evaluation re-sized to 25 x 20 draws, the same Intel Xeon"),
+        ("cpu_main_job_shrink", "fresh_clone_0955a0b_console.txt", console_seconds, "draws drop stopped rows, 25 x 20 draws, the same Intel Xeon"),
     ]),
     ("Main job: training steps per arm", (GE, 40), [
         ("cpu_main_job_bf16", "main_job.json", key("before_fp32", "arms", "iguana", "steps"), "before the re-sizing", BEFORE_FP32),
@@ -72,6 +73,7 @@ FIGURES = [(f"CPU loop / TRL GRPOTrainer, per {u}", (LE, 0.5), [(f, n, key(f"our
         ("cpu_main_job_xeon", "main_job.json", key("fresh_clone_c68d495", "arms", "iguana", "steps"), "iguana (msc the same), Intel Xeon"),
         ("cpu_main_job_packed", "main_job.json", key("fresh_clone_cae1229", "arms", "iguana", "steps"), "iguana (msc the same), Intel Xeon, prepacked"),
         ("cpu_main_job_keyed", "main_job.json", key("fresh_clone_8270b40", "arms", "iguana", "steps"), "iguana (msc the same), Intel Xeon, re-sized evaluation"),
+        ("cpu_main_job_shrink", "main_job.json", key("fresh_clone_0955a0b", "arms", "iguana", "steps"), "iguana (msc the same), Intel Xeon, draws drop stopped rows"),
     ]),
     ("Main job: paired validity half-width, IGUANA - base", (LE, 0.07), [
         ("cpu_main_job_bf16", "before_fp32_eval_paired.csv", halfwidth("iguana"), "before the re-sizing: 12 x 6 draws", BEFORE_FP32),
@@ -80,6 +82,7 @@ FIGURES = [(f"CPU loop / TRL GRPOTrainer, per {u}", (LE, 0.5), [(f, n, key(f"our
         ("cpu_main_job_packed", "fresh_clone_cae1229_eval_paired.csv", halfwidth("iguana"), "the same draws, prepacked"),
         ("cpu_main_job_keyed", "fresh_clone_05ecfd2_eval_paired.csv", halfwidth("iguana"), "the same draws, keyed draw 4 rows at a time"),
         ("cpu_main_job_keyed", "fresh_clone_8270b40_eval_paired.csv", halfwidth("iguana"), "25 prompts x 20 draws, Intel Xeon"),
+        ("cpu_main_job_shrink", "fresh_clone_0955a0b_eval_paired.csv", halfwidth("iguana"), "the same draws, dropping stopped rows"),
     ]),
     ("Main job: paired validity half-width, MSC - base", (LE, 0.07), [
         ("cpu_main_job_bf16", "before_fp32_eval_paired.csv", halfwidth("msc"), "before the re-sizing: 12 x 6 draws", BEFORE_FP32),
@@ -88,6 +91,7 @@ FIGURES = [(f"CPU loop / TRL GRPOTrainer, per {u}", (LE, 0.5), [(f, n, key(f"our
         ("cpu_main_job_packed", "fresh_clone_cae1229_eval_paired.csv", halfwidth("msc"), "the same draws, prepacked"),
         ("cpu_main_job_keyed", "fresh_clone_05ecfd2_eval_paired.csv", halfwidth("msc"), "the same draws, keyed draw 4 rows at a time"),
         ("cpu_main_job_keyed", "fresh_clone_8270b40_eval_paired.csv", halfwidth("msc"), "25 prompts x 20 draws, Intel Xeon"),
+        ("cpu_main_job_shrink", "fresh_clone_0955a0b_eval_paired.csv", halfwidth("msc"), "the same draws, dropping stopped rows"),
     ]),
     ("H200 embedded loop, IGUANA 8 prompts x M = 10, s a sample (all phases)", (LE, 0.015), [
         ("h200_fast_loop", "bench_loop.json", key("engines", "fast", "total_per_sample_s"), "fast engine, mean over 24 steps"),
@@ -111,6 +115,18 @@ FIGURES = [(f"CPU loop / TRL GRPOTrainer, per {u}", (LE, 0.5), [(f, n, key(f"our
     ("Qwen2-1.5B shape decode step, ms (what is left: profile)", None, [
         ("h100_decode_profile_1p5b", "profile_decode.json", key("variants", "default", "ms_per_decode_step"), "compiled, M = 10, CUDA graph"),
         ("h100_decode_profile_1p5b", "profile_decode.json", read_floor, "floor: weights read once at the copy rate"),
+        ("h100_decode_autotune_1p5b", "profile_decode.json", key("variants", "default", "ms_per_decode_step"), "compiled (default), the autotuned run's own"),
+        ("h100_decode_autotune_1p5b", "profile_decode.json", key("variants", "max-autotune-no-cudagraphs", "ms_per_decode_step"), "compiled with max-autotune-no-cudagraphs"),
+    ]),
+    ("Qwen2-1.5B shape, the loop with scoring in 20-row chunks, s a sample (H100)", None, [
+        ("h100_loop_1p5b_score_rows", "call1_bench.json", key("sizes", "1.5b", "loop_compiled_p8_r20", "per_sample_total_s"), "8 prompts a step (80 rows), call 1, a cold machine"),
+        ("h100_loop_1p5b_score_rows", "call2_bench.json", key("sizes", "1.5b", "loop_compiled_p8_r20", "per_sample_total_s"), "8 prompts a step (80 rows), call 2"),
+        ("h100_loop_1p5b_score_rows", "call2_bench.json", key("sizes", "1.5b", "loop_compiled_r20", "per_sample_total_s"), "1 prompt a step (10 rows), call 2"),
+    ]),
+    ("Qwen2-1.5B shape, the loop's scoring + update MFU with 20-row chunks (H100)", None, [
+        ("h100_loop_1p5b_score_rows", "call1_bench.json", key("sizes", "1.5b", "loop_compiled_p8_r20", "score_update_mfu"), "8 prompts a step, call 1, a cold machine"),
+        ("h100_loop_1p5b_score_rows", "call2_bench.json", key("sizes", "1.5b", "loop_compiled_p8_r20", "score_update_mfu"), "8 prompts a step, call 2"),
+        ("h100_loop_1p5b_score_rows", "call2_bench.json", key("sizes", "1.5b", "loop_compiled_r20", "score_update_mfu"), "1 prompt a step, call 2"),
     ]),
     ("Levers, new time / old time", None, [
         ("cpu_prefill_groups", "prefill_groups.json", key("ratio_shared_over_per_run"), "one prefill per prompt with MSC's reference"),
@@ -123,6 +139,7 @@ FIGURES = [(f"CPU loop / TRL GRPOTrainer, per {u}", (LE, 0.5), [(f, n, key(f"our
         ("cpu_decode_packed", "profile_decode_m16_off_first.json", PACKED_OVER_PLAIN, "the same at 16 rows (plain first)"),
         ("cpu_keyed_choice", "keyed_choice.json", key("draws", "125", "ratio"), "CPU keyed draw 4 rows at a time: a whole draw at 125 rows"),
         ("cpu_keyed_choice", "keyed_choice.json", key("draws", "4", "ratio"), "the same at 4 rows"),
+        ("cpu_shrink", "shrink.json", key("ratio"), "CPU draws dropping stopped rows: the evaluation's 25 x 20 draws in 125-row calls"),
         ("h100_levers_orders", "bench_loop_overlap_first.json", LEVERS_OVER_SERIAL, "GPU loop, both levers / neither (levers first)"),
         ("h100_levers_orders", "bench_loop_serial_first.json", LEVERS_OVER_SERIAL, "the same, levers second"),
         ("h200_levers_orders", "bench_loop_overlap_first.json", LEVERS_OVER_SERIAL, "GPU loop, both levers / neither (levers first)"),

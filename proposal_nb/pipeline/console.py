@@ -58,7 +58,7 @@ def _rel(p)->str:
     return str(p.relative_to(Path.cwd())) if p.is_relative_to(Path.cwd()) else str(p)
 
 # %% ../../nbs/39a_console.ipynb #p002
-STEP_SECONDS = dict(theory=5, z=57, iguana=277, msc=274, eval=494, breakeven_iguana=5, breakeven_msc=5, site=42)  # seconds: the main job on the 2-core Intel Xeon in bf16 (published/cpu_main_job_keyed, 8270b40, 2026-12-07)
+STEP_SECONDS = dict(theory=5, z=55, iguana=280, msc=268, eval=364, breakeven_iguana=4, breakeven_msc=4, site=39)  # seconds: the main job on the 2-core Intel Xeon in bf16 (published/cpu_main_job_shrink, 0955a0b, 2026-12-07)
 
 def fmt_seconds(s:float, # seconds (negative counts as 0)
                )->str: # e.g. '3m05s'

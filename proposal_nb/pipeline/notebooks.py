@@ -117,7 +117,7 @@ _FITS = dict(int=lambda v: isinstance(v, int) and not isinstance(v, bool), float
 def coerce_parameters(nb_path:str|Path, # a run notebook
                       params:dict, # parameter values by name (e.g. from load_params)
                      )->dict: # the values, cast where the declared type asks
-    "`params` cast to the types the notebook declares (YAML reads `1e-4` as a string, `2` where a float is due as an int); a value that does not fit raises, naming it."
+    "`params` cast to the types the notebook declares (YAML reads `1e-4` as a string, `2` where a float is due as an int, `20` where a string is due as an int); a value that does not fit raises, naming it."
     types, out = parameter_types(nb_path), {}
     for k, v in params.items():
         t = types.get(k)
@@ -126,6 +126,7 @@ def coerce_parameters(nb_path:str|Path, # a run notebook
             except ValueError: pass
         if t == "float" and _FITS["int"](v): v = float(v)
         if t == "str" and v is None: v = ""                     # `--set model=` is YAML's null
+        if t == "str" and _FITS["int"](v): v = str(v)           # `-p rows 20` where a comma-separated list of counts is due
         if t in _FITS and not _FITS[t](v):
             raise ValueError(f"{Path(nb_path).name}: parameter {k!r} is declared {t}, got {v!r} ({type(v).__name__})")
         out[k] = v
