@@ -193,8 +193,7 @@ class FastSampler:
         self.graph = dev.type == "cuda" if graph is None else graph
         self.embed, self.norm, self.head = base.get_input_embeddings(), base.model.norm, base.get_output_embeddings()
         self.vocab = self.head.weight.shape[0]
-        self.config = config                               # per-row seen tokens only when a repetition penalty needs them
-        self.seen = torch.zeros(batch, self.vocab, dtype=torch.bool, device=dev) if config.repetition_penalty != 1 else None
+        self.config = config
         self.layers = list(base.model.layers)
         self.eps = self.layers[0].input_layernorm.variance_epsilon
         self.scale = self.layers[0].self_attn.scaling
@@ -202,20 +201,9 @@ class FastSampler:
         for l in self.layers:
             w, src = _layer_weights(l)
             self.w.append(w); self._sources.append(src)
-        L = len(self.layers)
-        self.kc = [torch.zeros(batch, self.KV, max_len, self.dh, device=dev, dtype=dt) for _ in range(L)]
-        self.vc = [torch.zeros_like(k) for k in self.kc]
         self.ar = torch.arange(max_len, device=dev)
         self.cos, self.sin = base.model.rotary_emb(torch.zeros(1, device=dev, dtype=dt), self.ar[None])   # [1, T, dh]
-        z = lambda dt_=torch.long: torch.zeros(batch, dtype=dt_, device=dev)
-        self.pos, self.t = torch.zeros(1, dtype=torch.long, device=dev), torch.zeros(1, dtype=torch.long, device=dev)
-        self.start, self.plen, self.h = z(), z(), z(torch.int32)     # first prompt column, prompt length, key state per row
-        self.tok, self.count, self.run, self.length = z(), z(), z(), z()
-        self.done = z(torch.bool)
-        self.out = torch.zeros(batch, max_len, dtype=torch.long, device=dev)
-        self.lp = torch.zeros(batch, max_len, dtype=torch.float32, device=dev)
-        self.force = torch.full((batch, max_len), -1, dtype=torch.long, device=dev)   # forced rows: the token at t (−1: drawn)
-        self.flen = z()                                                                # forced rows: completion length (0: a drawn row)
+        self._allocate()
         self.temperature = torch.ones((), device=dev, dtype=torch.float32)
         self._rule = stop if stop is None else StopRule(*(x.to(dev) if torch.is_tensor(x) else x for x in stop))
         self.pad_id = 0
@@ -228,6 +216,27 @@ class FastSampler:
         self._cuda_graph = None
         self._unit_temperature = False
         self.refresh()
+
+# %% ../../nbs/25a_fast_sampler.ipynb #c012a
+def _allocate(self:FastSampler):
+    "The cache and every per-row buffer, for the sampler's `B` rows × `max_len` columns (zeros)."
+    batch, max_len, dev, dt, L = self.B, self.max_len, self.device, self.dtype, len(self.layers)
+    self.kc = [torch.zeros(batch, self.KV, max_len, self.dh, device=dev, dtype=dt) for _ in range(L)]
+    self.vc = [torch.zeros_like(k) for k in self.kc]
+    z = lambda dt_=torch.long: torch.zeros(batch, dtype=dt_, device=dev)
+    self.pos, self.t = torch.zeros(1, dtype=torch.long, device=dev), torch.zeros(1, dtype=torch.long, device=dev)
+    self.start, self.plen, self.h = z(), z(), z(torch.int32)     # first prompt column, prompt length, key state per row
+    self.tok, self.count, self.run, self.length = z(), z(), z(), z()
+    self.done = z(torch.bool)
+    self.out = torch.zeros(batch, max_len, dtype=torch.long, device=dev)
+    self.lp = torch.zeros(batch, max_len, dtype=torch.float32, device=dev)
+    self.force = torch.full((batch, max_len), -1, dtype=torch.long, device=dev)   # forced rows: the token at t (−1: drawn)
+    self.flen = z()                                                                # forced rows: completion length (0: a drawn row)
+    self.seen = (torch.zeros(batch, self.vocab, dtype=torch.bool, device=dev)     # per-row seen tokens only when a repetition penalty needs them
+                 if self.config.repetition_penalty != 1 else None)
+
+FastSampler._allocate = _allocate
+
 
 # %% ../../nbs/25a_fast_sampler.ipynb #c014
 @torch.no_grad()
