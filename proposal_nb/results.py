@@ -4,7 +4,7 @@
 
 # %% ../nbs/05_results.ipynb #c001
 from __future__ import annotations
-import json, os, re, time
+import json, os, re, shlex, time
 from pathlib import Path
 from typing import NamedTuple
 import pandas as pd
@@ -12,8 +12,8 @@ import pandas as pd
 # %% auto #0
 __all__ = ['CONFIG', 'DOCUMENTS', 'TABLES', 'TABLE_EXTS', 'PUBLISHED_ENV', 'KIND_WORDS', 'Table', 'table_path', 'write_table',
            'read_file', 'read_table', 'write_json', 'read_json', 'Run', 'mark_failed', 'failed_attempt', 'find_runs',
-           'run_tables', 'checkpoint_parts', 'published_root', 'project_commit', 'gpu_minutes', 'save_chart',
-           'Provenance', 'provenance', 'run_title', 'published_runs']
+           'run_tables', 'checkpoint_parts', 'published_root', 'project_commit', 'write_bench_config', 'gpu_minutes',
+           'save_chart', 'Provenance', 'provenance', 'run_title', 'published_runs']
 
 # %% ../nbs/05_results.ipynb #c005
 CONFIG = "config.json"        # the file that makes a folder a run
@@ -233,6 +233,20 @@ def project_commit(short:bool=True, # the short hash
     if not (root / ".git").exists(): return None
     r = subprocess.run(["git", "rev-parse", *(["--short"] if short else []), "HEAD"], capture_output=True, text=True, cwd=root)
     return r.stdout.strip() or None
+
+# %% ../nbs/05_results.ipynb #c023b
+def write_bench_config(argv:list[str], # the script's sys.argv: its path, the output folder, then its options
+                       machine:str, # the hardware, in words
+                       **extra, # more keys (e.g. torch's version)
+                      )->dict:
+    "Write a benchmark script's config.json into its output folder: machine, UTC date, commit, the command as run and as a user types it."
+    script, out, *options = argv
+    cfg = dict(machine=machine, date=time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()), commit=project_commit(),
+               command="python " + " ".join(argv), user_command=shlex.join([".venv/bin/python", script, f"results/{Path(out).name}", *options]), **extra)
+    Path(out).mkdir(parents=True, exist_ok=True)
+    (Path(out) / "config.json").write_text(json.dumps(cfg, indent=1))
+    return cfg
+
 
 # %% ../nbs/05_results.ipynb #c024
 def gpu_minutes(ledgers:dict, # {name: job ledger lines (date: the job's end, ISO; wall_s; gpu: the GPU's name)}

@@ -5,8 +5,7 @@ alternating A and B, with a check that both choose the same tokens (the draws: t
 Writes OUT_DIR/keyed_choice.json and config.json.
 
     python scripts/bench_keyed_choice.py OUT_DIR [--rows 4,16,84,125] [--draw-rows 125,4] [--max-new 128] [--repeats 3]"""
-import argparse, json, platform, shlex, statistics, subprocess, sys, time
-from datetime import datetime, timezone
+import argparse, json, platform, statistics, sys, time
 from pathlib import Path
 
 
@@ -18,6 +17,7 @@ def main():
     rows, draw_rows = [int(x) for x in a.rows.split(",") if x], [int(x) for x in a.draw_rows.split(",") if x]
     if a.repeats < 1 or a.max_new < 2 or min(rows + draw_rows, default=0) < 1: raise SystemExit(f"bad arguments: {vars(a)}")
     import torch
+    from proposal_nb.results import write_bench_config
     from proposal_nb.lm import fast_sampler as fs
     from proposal_nb.lm.generation import key_hash, keyed_choice, keyed_gumbel, row_keys
     from proposal_nb.lm.models import add_lora, embedded_model_path, load_model, run_dtype
@@ -73,11 +73,7 @@ def main():
     res = dict(vocab=V, repeats=a.repeats, max_new=a.max_new, dtype=str(next(lm.parameters()).dtype), alone=alone, draws=draws)
     out = Path(a.out); out.mkdir(parents=True, exist_ok=True)
     (out / "keyed_choice.json").write_text(json.dumps(res, indent=1))
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    user = shlex.join([".venv/bin/python", "scripts/bench_keyed_choice.py", f"results/{out.name}", *sys.argv[2:]])   # what a user types
-    (out / "config.json").write_text(json.dumps(dict(machine=f"CPU ({platform.processor() or platform.machine()}), 2 threads",
-                                                     date=datetime.now(timezone.utc).isoformat(timespec="seconds"), commit=commit,
-                                                     command="python " + " ".join(sys.argv), user_command=user, torch=torch.__version__), indent=1))
+    write_bench_config(sys.argv, f"CPU ({platform.processor() or platform.machine()}), 2 threads", torch=torch.__version__)
     if not all(x["same"] for x in alone.values()) or not all(x["same_draws"] for x in draws.values()):
         raise SystemExit("the CPU path chose other tokens than the plain expression")
 

@@ -5,8 +5,7 @@ base model's draws), with a check that all four runs give the same draws bit for
 lengths). Writes OUT_DIR/shrink.json and config.json.
 
     python scripts/bench_shrink.py OUT_DIR [--prompts 25] [--draws 20] [--rows 125] [--max-new 128]"""
-import argparse, json, platform, shlex, statistics, subprocess, sys, time
-from datetime import datetime, timezone
+import argparse, json, platform, statistics, sys, time
 from pathlib import Path
 
 
@@ -17,6 +16,7 @@ def main():
     a = ap.parse_args()
     if min(a.prompts, a.draws, a.rows) < 1 or a.max_new < 2: raise SystemExit(f"bad arguments: {vars(a)}")
     import torch
+    from proposal_nb.results import write_bench_config
     from proposal_nb.lm import fast_sampler as fs
     from proposal_nb.lm.engines import FastEngine
     from proposal_nb.lm.generation import row_keys
@@ -58,11 +58,7 @@ def main():
           f"same draws: {same}; mean length {res['mean_length']:.1f}", flush=True)
     out = Path(a.out); out.mkdir(parents=True, exist_ok=True)
     (out / "shrink.json").write_text(json.dumps(res, indent=1))
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    user = shlex.join([".venv/bin/python", "scripts/bench_shrink.py", f"results/{out.name}", *sys.argv[2:]])   # what a user types
-    (out / "config.json").write_text(json.dumps(dict(machine=f"CPU ({platform.processor() or platform.machine()}), 2 threads",
-                                                     date=datetime.now(timezone.utc).isoformat(timespec="seconds"), commit=commit,
-                                                     command="python " + " ".join(sys.argv), user_command=user, torch=torch.__version__), indent=1))
+    write_bench_config(sys.argv, f"CPU ({platform.processor() or platform.machine()}), 2 threads", torch=torch.__version__)
 
 
 if __name__ == "__main__": main()
