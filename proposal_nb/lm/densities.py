@@ -14,9 +14,9 @@ from ..config import DecodingConfig, SCORING_MODES
 
 
 # %% auto #0
-__all__ = ['HEAD_TOKENS', 'pack', 'seen_masks', 'completion_logits', 'completion_token_logprobs', 'completion_logprobs',
-           'enumerate_completions', 'score_pq', 'pack_rows', 'packed_token_logprobs', 'prefix_token_logprobs',
-           'score_tokens', 'fixed_shape_token_logprobs', 'prior_token_logprobs']
+__all__ = ['HEAD_BYTES', 'pack', 'seen_masks', 'completion_logits', 'completion_token_logprobs', 'completion_logprobs',
+           'enumerate_completions', 'score_pq', 'head_token_logprobs', 'pack_rows', 'packed_token_logprobs',
+           'prefix_token_logprobs', 'score_tokens', 'fixed_shape_token_logprobs', 'prior_token_logprobs']
 
 # %% ../../nbs/24_densities.ipynb #c015
 def _as_lists(ids)->list[list[int]]:
@@ -172,6 +172,51 @@ def score_pq(peft_model, # a PeftModel: adapter on = q, off = p
     if per_token: return torch.cat(lq), torch.cat(lp), torch.cat(tms).to(lq[0].device)
     return torch.cat(lq), torch.cat(lp)
 
+# %% ../../nbs/24_densities.ipynb #c035i
+HEAD_BYTES = 2 * 2**30   # float32 logits a pass of the LM head: 2 GiB (10,922 tokens at a 49k vocabulary, 3,533 at 152k)
+
+class _HeadLogProbs(torch.autograd.Function):
+    "log softmax(head(h))[tgt] by chunks, keeping each chunk's logits (the head's dtype) for a backward that recomputes the log-softmax."
+    @staticmethod
+    def forward(ctx, h, weight, bias, head, tgt, chunk):
+        zs, out = [], []
+        for s in range(0, len(tgt), chunk):
+            z = head(h[s:s + chunk])
+            out.append(z.float().log_softmax(-1).gather(-1, tgt[s:s + chunk, None])[:, 0])
+            zs.append(z)
+        ctx.chunk = chunk
+        ctx.save_for_backward(h, weight, bias, tgt, *zs)
+        return torch.cat(out)
+
+    @staticmethod
+    def backward(ctx, g):
+        h, weight, bias, tgt, *zs = ctx.saved_tensors
+        k = ctx.chunk
+        gh = torch.empty_like(h) if ctx.needs_input_grad[0] else None
+        gw = torch.zeros_like(weight) if ctx.needs_input_grad[1] else None
+        gb = torch.zeros_like(bias) if bias is not None and ctx.needs_input_grad[2] else None
+        for j, z in enumerate(zs):
+            s = j * k
+            ls = z.float().log_softmax(-1)
+            dls = torch.zeros_like(ls).scatter_(-1, tgt[s:s + k, None], g[s:s + k, None].float())
+            dz = torch._log_softmax_backward_data(dls, ls, -1, torch.float32).to(z.dtype)
+            if gh is not None: gh[s:s + k] = dz.mm(weight)
+            if gw is not None: gw += dz.t().mm(h[s:s + k])
+            if gb is not None: gb += dz.sum(0)
+        return gh, gw, gb, None, None, None
+
+def head_token_logprobs(head:torch.nn.Module, # the LM head (an nn.Linear)
+                        h:torch.Tensor, # [N, width] final hidden states of the positions that predict the targets
+                        tgt:torch.Tensor, # [N] the target token ids
+                        head_tokens:int|None=None, # tokens per pass of the head; None: as many as fit HEAD_BYTES of float32 logits
+                       )->torch.Tensor: # [N] float32 log-probs, with a graph to h (and the head's weights) when grad is on
+    "log softmax(head(h))[tgt] in float32, the head `head_tokens` tokens at a time; what -cross_entropy gives, from less memory."
+    k = head_tokens or max(1, HEAD_BYTES // (4 * head.weight.shape[0]))
+    if torch.is_grad_enabled() and (h.requires_grad or any(p.requires_grad for p in head.parameters())):
+        return _HeadLogProbs.apply(h, head.weight, head.bias, head, tgt, k)
+    return torch.cat([head(h[s:s + k]).float().log_softmax(-1).gather(-1, tgt[s:s + k, None])[:, 0] for s in range(0, len(tgt), k)])
+
+
 # %% ../../nbs/24_densities.ipynb #c036
 def pack_rows(lengths:Sequence[int], # tokens of each sequence
               capacity:int|None=None, # tokens per row; None: the longest sequence
@@ -186,14 +231,12 @@ def pack_rows(lengths:Sequence[int], # tokens of each sequence
         else: rows[j].append(i); room[j] -= lengths[i]
     return rows
 
-HEAD_TOKENS = 32_768   # the LM head's tokens a pass: 6.4 GB of float32 logits at a 49k vocabulary
-
 def packed_token_logprobs(model, # a causal LM or PeftModel (grad flows if enabled)
                           prompt_ids:Sequence[Sequence[int]], # token ids of each prompt
                           completion_ids:Sequence[Sequence[int]], # token ids of each completion (≥ 1 token)
                           pad_id:int=0, # filler at the end of rows
                           capacity:int|None=None, # tokens per packed row; None: the longest sequence
-                          head_tokens:int=HEAD_TOKENS, # completion tokens per pass of the LM head (its float32 logits: head_tokens x vocabulary)
+                          head_tokens:int|None=None, # completion tokens per pass of the LM head; None: as many as fit HEAD_BYTES of float32 logits
                          )->tuple[torch.Tensor, torch.Tensor]: # ([N, T] float32 log-probs, 0 past each end; [N, T] mask)
     "Per-token log p(y_t | x, y_<t) of each completion, sequences packed into rows; the LM head `head_tokens` tokens at a time."
     P, C = _scored_pairs(prompt_ids, completion_ids)
@@ -216,8 +259,7 @@ def packed_token_logprobs(model, # a causal LM or PeftModel (grad flows if enabl
     h = h[torch.tensor(r_idx, device=dev), torch.tensor(c_idx, device=dev)]
     tgt = torch.tensor([C[i][t] for i, t in zip(owner, t_idx)], device=dev)
     head = base.get_output_embeddings()
-    lp = torch.cat([-F.cross_entropy(head(h[s:s + head_tokens]).float(), tgt[s:s + head_tokens], reduction="none")
-                    for s in range(0, len(tgt), head_tokens)])
+    lp = head_token_logprobs(head, h, tgt, head_tokens)
     T = max(len(c) for c in C)
     out = torch.zeros(len(C), T, device=dev, dtype=lp.dtype).index_put((torch.tensor(owner, device=dev), torch.tensor(t_idx, device=dev)), lp)
     mask = torch.arange(T, device=dev)[None] < torch.tensor([len(c) for c in C], device=dev)[:, None]
@@ -262,7 +304,7 @@ def prefix_token_logprobs(model, # a causal LM or PeftModel (grad flows if enabl
             h = body(input_ids=ids.to(dev), position_ids=pos.to(dev), use_cache=cache is not None, **{kw: cache}).last_hidden_state
             rr = [r for r, i in enumerate(idx) for _ in C[i]]; tt = [t for i in idx for t in range(len(C[i]))]
             tgt = torch.tensor([C[i][t] for i in idx for t in range(len(C[i]))], device=dev)
-            vals.append(-F.cross_entropy(head(h[torch.tensor(rr, device=dev), torch.tensor(tt, device=dev)]).float(), tgt, reduction="none"))
+            vals.append(head_token_logprobs(head, h[torch.tensor(rr, device=dev), torch.tensor(tt, device=dev)], tgt))
             owner += [idx[r] for r in rr]; t_idx += tt
     T = max(len(c) for c in C)
     lp = torch.cat(vals)
