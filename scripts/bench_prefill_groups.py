@@ -5,8 +5,7 @@ prefill, then another for the forced rows on the same prompt), alternating A and
 checks that both give the same tokens, log-probs and lengths. Writes OUT_DIR/prefill_groups.json and config.json.
 
     python scripts/bench_prefill_groups.py OUT_DIR [--prompts 40] [--M 2] [--max-new 64] [--repeats 3] [--device auto]"""
-import argparse, json, platform, shlex, statistics, subprocess, sys, time
-from datetime import datetime, timezone
+import argparse, json, platform, statistics, sys, time
 from pathlib import Path
 
 
@@ -33,6 +32,7 @@ def main():
     from proposal_nb.lm.models import add_lora, embedded_model_path, load_model, run_dtype
     from proposal_nb.lm.rollouts import load_task_source
     from proposal_nb.lm.training import prompt_texts
+    from proposal_nb.results import write_bench_config
     dev = torch.device("cuda" if a.device == "auto" and torch.cuda.is_available() else "cpu" if a.device == "auto" else a.device)
     if dev.type == "cpu": torch.set_num_threads(2)
     sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
@@ -73,12 +73,8 @@ def main():
                identical_draws=same, decode_steps=int(outs["shared"].tokens.shape[1]))
     out = Path(a.out); out.mkdir(parents=True, exist_ok=True)
     (out / "prefill_groups.json").write_text(json.dumps(res, indent=1))
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     machine = torch.cuda.get_device_name(0) if dev.type == "cuda" else f"CPU ({platform.processor() or platform.machine()}), 2 threads"
-    user = shlex.join([".venv/bin/python", "scripts/bench_prefill_groups.py", f"results/{out.name}", *sys.argv[2:]])   # what a user types
-    (out / "config.json").write_text(json.dumps(dict(machine=machine, date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                                                     commit=commit, command="python " + " ".join(sys.argv), user_command=user,
-                                                     torch=torch.__version__), indent=1))
+    write_bench_config(sys.argv, machine, torch=torch.__version__)
     print(json.dumps({k: res[k] for k in ("prefills", "median_s", "ratio_shared_over_per_run", "identical_draws", "decode_steps")}))
     if not same: raise SystemExit("the two groupings drew different tokens or log-probs")
 
