@@ -5,7 +5,7 @@ a GPU also torch.profiler's kernel time of each pass by kind (matrix products, a
 wall time: what the kernels leave idle is host time (launches, Python).
 
     python scripts/profile_scoring.py OUT_DIR [--model smollm2-135m] [--rows 80] [--M 10] [--prompt-tokens 150]
-        [--new 40:256] [--compile off] [--head chunked] [--repeats 5] [--seed 0]
+        [--new 40:256] [--compile off] [--head chunked] [--layout packed] [--prior model] [--repeats 5] [--seed 0]
 
 --model smollm2-135m builds a random-init Llama of the embedded model's shape (SmolLM2-135M: 30 layers, width 576,
 vocabulary 49,152), 1.5b or 0.5b a random-init Qwen2 of that shape (throughput.QWEN2_SHAPES); LoRA r = 8 on q, k, v, o
@@ -14,7 +14,13 @@ either way, in bf16 on a GPU and on a CPU with native bf16 (as the loop), else f
 variants: off, or default (every decoder layer compiled, `throughput.compile_layers`, as the loop's `compile` does for
 its update). --head lists the LM head's ways: chunked (`densities.head_token_logprobs`, the default), cross_entropy (the
 way before it: -cross_entropy of float32 logits, 32,768 tokens a pass). Every pair of a --compile and a --head variant is
-an arm, timed in the order given. Writes OUT_DIR/profile_scoring.json and config.json."""
+an arm, as is every --layout: packed (`densities.packed_token_logprobs`, the GPU's way: sequences packed into rows) or
+prefix (`densities.prefix_token_logprobs`, the CPU's way: each prompt's prefix once, its KV cache read by its rows).
+--prior: model (log p from the model's own bf16 pass, adapter off) or fp32 (from a float32 copy of the base,
+`models.prior_copy`: the loop's fp32_prior scoring, its default for the embedded model on a GPU). Arms run in the order
+given. A pass's MFU counts the model FLOPs of each row's whole sequence (prompt and completion: the packed layout's
+work; the prefix layout does less for the same result) against the measured bf16 matrix rate (the fp32 prior's pass
+too). Writes OUT_DIR/profile_scoring.json and config.json."""
 import argparse, json, platform, sys, time
 from pathlib import Path
 
@@ -54,23 +60,25 @@ def main():
     ap.add_argument("out"); ap.add_argument("--model", default="smollm2-135m"); ap.add_argument("--rows", default="80")
     ap.add_argument("--M", type=int, default=10); ap.add_argument("--prompt-tokens", type=int, default=150)
     ap.add_argument("--new", default="40:256"); ap.add_argument("--compile", default="off"); ap.add_argument("--head", default="chunked")
+    ap.add_argument("--layout", default="packed"); ap.add_argument("--prior", default="model")
     ap.add_argument("--repeats", type=int, default=5); ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
     rows = [int(r) for r in a.rows.split(",") if r.strip()]
     lo, hi = (int(x) for x in a.new.split(":"))
     variants = [v.strip() for v in a.compile.split(",") if v.strip()]
     heads = [v.strip() for v in a.head.split(",") if v.strip()]
+    layouts = [v.strip() for v in a.layout.split(",") if v.strip()]
     if not rows or min(rows) < 1 or any(r % a.M for r in rows) or not 1 <= lo <= hi or a.prompt_tokens < 1 or a.repeats < 1 \
-            or not variants or set(variants) - {"off", "default"} or not heads or set(heads) - {"chunked", "cross_entropy"}:
-        raise SystemExit(f"bad arguments: {vars(a)} (rows: multiples of M; --new lo:hi with 1 <= lo <= hi; --compile off,default; --head chunked,cross_entropy)")
+            or not variants or set(variants) - {"off", "default"} or not heads or set(heads) - {"chunked", "cross_entropy"} \
+            or not layouts or set(layouts) - {"packed", "prefix"} or a.prior not in ("model", "fp32"):
+        raise SystemExit(f"bad arguments: {vars(a)} (rows: multiples of M; --new lo:hi with 1 <= lo <= hi; --compile off,default; --head chunked,cross_entropy; --layout packed,prefix; --prior model|fp32)")
     import torch
     import torch.nn.functional as F
     from torch.autograd import DeviceType
     from proposal_nb.lm import densities
     from torch.profiler import ProfilerActivity, profile
     from proposal_nb.lm import throughput as tp
-    from proposal_nb.lm.densities import packed_token_logprobs
-    from proposal_nb.lm.models import run_dtype
+    from proposal_nb.lm.models import prior_copy, run_dtype
     from proposal_nb.results import write_bench_config
     cuda = torch.cuda.is_available()
     dev = torch.device("cuda" if cuda else "cpu")
@@ -87,10 +95,12 @@ def main():
     def cross_entropy(head, h, tgt, head_tokens=None):
         "The LM head's log-probs as before `head_token_logprobs`: -cross_entropy of float32 logits, 32,768 tokens a pass."
         return torch.cat([-F.cross_entropy(head(h[s:s + 32768]).float(), tgt[s:s + 32768], reduction="none") for s in range(0, len(tgt), 32768)])
-    for variant, head in [(v, hd) for v in variants for hd in heads]:
+    for variant, head, layout in [(v, hd, l) for v in variants for hd in heads for l in layouts]:
         densities.head_token_logprobs = chunked if head == "chunked" else cross_entropy
-        arm = variant if len(heads) == 1 else f"{variant}+{head}"
+        score = densities.packed_token_logprobs if layout == "packed" else densities.prefix_token_logprobs
+        arm = "+".join([variant] + ([head] if len(heads) > 1 else []) + ([layout] if len(layouts) > 1 else []))
         pm = build(a.model, dev, dtype, a.seed).train()
+        prior = prior_copy(pm) if a.prior == "fp32" else None
         if variant == "default":
             for k in ("recompile_limit", "cache_size_limit"):
                 if hasattr(torch._dynamo.config, k): setattr(torch._dynamo.config, k, 64)
@@ -109,8 +119,11 @@ def main():
             flops = dict(log_p=fwd, log_q=fwd, backward=tp.lora_update_flops(fm, lens, tokens) - fwd)
             holder = {}
             def log_p():
-                with torch.no_grad(), pm.disable_adapter(): packed_token_logprobs(pm, P, C)
-            def log_q(): holder["lq"] = packed_token_logprobs(pm, P, C)[0]
+                if prior is not None:
+                    with torch.no_grad(): score(prior, P, C)
+                else:
+                    with torch.no_grad(), pm.disable_adapter(): score(pm, P, C)
+            def log_q(): holder["lq"] = score(pm, P, C)[0]
             def backward():
                 (coef * holder.pop("lq").sum(-1)).sum().backward()
                 pm.zero_grad(set_to_none=True)
@@ -152,7 +165,7 @@ def main():
                 if "kernel_ms" in v: print(f"    {k}: wall {v['profiled_wall_ms']:.1f} ms, kernels {v['kernel_ms']:.1f} ms ({v['kernels']}), idle {v['idle_ms']:.1f}; "
                                            + ", ".join(f"{n} {t:.1f}" for n, t in sorted(v["kernel_ms_by_kind"].items(), key=lambda x: -x[1])), flush=True)
             (Path(a.out) / "profile_scoring.json").write_text(json.dumps(res, indent=1))
-        del pm
+        del pm, prior
         if cuda: torch.cuda.empty_cache()
     if cuda: torch._dynamo.reset()
 
