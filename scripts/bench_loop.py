@@ -4,7 +4,8 @@
                                  [--prompts 8] [--M 10] [--max-new 256] [--limit 0]
 
 Each name in --engines is an arm: an engine, optionally with `+compile` (the decode layer compiled), `+serial` or
-`+overlap` (the checker after the scoring, or beside it; neither: the loop's default), e.g.
+`+overlap` (the checker after the scoring, or beside it; neither: the loop's default), `+prefix` (every scoring pass runs
+each prompt's prefix once for its draws, `densities.prefix_token_logprobs`; the default: on a CPU only), e.g.
 `--engines fast+serial,fast+compile+overlap` times the loop before and after both levers in one run.
 Writes OUT_DIR/<arm>/{log.parquet, draws.parquet, config.json} and OUT_DIR/bench_loop.json: seconds per sample of
 generation, potential (the seconds a step waited for the checker), scoring and update (the first step, which captures
@@ -45,7 +46,7 @@ def main():
                torch=torch.__version__, model=str(a.model or "embedded:SmolLM2-135M-Instruct"), train_prompts=len(train), engines={})
     for arm in a.engines.split(","):
         eng, *flags = arm.split("+")
-        if bad := sorted(set(flags) - {"compile", "serial", "overlap"}): raise SystemExit(f"arm {arm!r}: unknown option(s) {bad}; use +compile, +serial, +overlap")
+        if bad := sorted(set(flags) - {"compile", "serial", "overlap", "prefix"}): raise SystemExit(f"arm {arm!r}: unknown option(s) {bad}; use +compile, +serial, +overlap, +prefix")
         if {"serial", "overlap"} <= set(flags): raise SystemExit(f"arm {arm!r}: +serial and +overlap exclude each other")
         overlap = True if "overlap" in flags else False if "serial" in flags else None
         lm, tok = load_model(path)
@@ -58,12 +59,13 @@ def main():
         t0 = time.time()
         with Executor() as ex:
             run = OnlineRun(peft, tok, train, make_potential("no_error", ex), cfg, out / arm, resume=False)
+            if "prefix" in flags: run.prefix_scoring = True
             log = run.train(progress=True)
         wall = time.time() - t0
         timed = log.iloc[1:] if len(log) > 1 else log
         n, ntok = timed.n_samples.sum(), timed.n_tokens.sum()
         per = {k.removeprefix("t_"): float(timed[k].sum() / n) for k in PHASES}
-        res["engines"][arm] = dict(engine=run.engine.name, compile=cfg.loop.compile, overlap_checks=run.overlapping(), steps=len(log), timed_steps=len(timed), samples=int(n), tokens=int(ntok),
+        res["engines"][arm] = dict(engine=run.engine.name, compile=cfg.loop.compile, overlap_checks=run.overlapping(), prefix_scoring=run.prefix_scoring, scoring=run.scoring, steps=len(log), timed_steps=len(timed), samples=int(n), tokens=int(ntok),
                                    per_sample_s=per, total_per_sample_s=sum(per.values()),
                                    gen_tokens_per_s=float(ntok / timed.t_generation.sum()), mean_length=float(timed.mean_length.mean()),
                                    validity=float(log.validity.mean()), logprob_gap_max=float(log.logprob_gap_max.max()),

@@ -98,7 +98,8 @@ class RunHooks:
     def score_prior(self, P:list, C:list)->torch.Tensor:
         "Per-token log p of completions C (float64, no graph) in the run's scoring mode (densities.prior_token_logprobs)."
         with self.scoring_weights():
-            return prior_token_logprobs(self.model, P, C, self.scoring, self.prior_model, self.prior_cfg, self.cfg.loop.score_batch)[0]
+            return prior_token_logprobs(self.model, P, C, self.scoring, self.prior_model, self.prior_cfg, self.cfg.loop.score_batch,
+                                        prefix=self.prefix_scoring or None)[0]    # True: shared prefixes here too; None, False: the device's default
     def backward(self, loss:torch.Tensor, lq:torch.Tensor):
         "Gradients of the step's loss in `self.params` (a distributed run also sums them over processes)."
         if loss.requires_grad: loss.backward()
