@@ -1,10 +1,11 @@
 """Ours (training.OnlineRun, the fastest engine here) against TRL's GRPOTrainer on the same prompts, side by side in one
 run, per sample and per generated token: the embedded model, M draws of <= max-new tokens, LoRA r=8, one prompt per step.
 
-    python scripts/bench_cpu_trl.py OUT_DIR [--steps 4] [--M 8] [--max-new 128] [--engine auto] [--dtype auto]
+    python scripts/bench_cpu_trl.py OUT_DIR [--steps 4] [--M 8] [--max-new 128] [--engine auto] [--dtype auto] [--compile]
 
 Both sides load the model in the same dtype (--dtype as the run notebooks read it: '' float32 on CPU; 'auto' bf16 on a CPU
 that multiplies bf16 in hardware); in bf16 TRL trains with bf16=True and our weights keep the float32 prior's log p.
+--compile compiles our fast engine's decode layer (`loop.compile`; in bf16 its products stay on prepacked weights).
 TRL runs its default generation (HF generate). Needs `pip install trl==1.16.0 datasets` in the same environment.
 The first step of each side (warm-up) is left out. Writes OUT_DIR/bench_cpu_trl.json."""
 import argparse, json, platform, subprocess, tempfile, time
@@ -27,7 +28,7 @@ def ours(train, potential, a):
     torch.manual_seed(0)
     peft = add_lora(lm, r=8, alpha=16)
     cfg = online_config(engine=a.engine, M=a.M, prompts_per_step=1, steps=a.steps + 1, lr=1e-5, max_new_tokens=a.max_new,
-                        checkpoint_every=10**6, seed=42)
+                        checkpoint_every=10**6, seed=42, compile=a.compile)
     run = OnlineRun(peft, tok, train, potential, cfg, tempfile.mkdtemp(), resume=False, base_path=embedded_model_path())
     log = run.train(progress=True).iloc[1:]
     secs = log[["t_generation", "t_potential", "t_scoring", "t_update"]].sum(1)
@@ -71,6 +72,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out"); ap.add_argument("--steps", type=int, default=4); ap.add_argument("--M", type=int, default=8)
     ap.add_argument("--max-new", type=int, default=128); ap.add_argument("--engine", default="auto")
+    ap.add_argument("--compile", action="store_true", help="compile our fast engine's decode layer (loop.compile)")
     ap.add_argument("--dtype", default="", help="'' (float32 on CPU), 'auto' (bf16 where the CPU multiplies it) or float32/bfloat16")
     a = ap.parse_args()
     out = Path(a.out); out.mkdir(parents=True, exist_ok=True)
@@ -79,7 +81,8 @@ def main():
     import trl as _trl
     res = dict(machine=f"{platform.machine()} CPU, {torch.get_num_threads()} threads", date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                commit=subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip(),
-               command="python scripts/bench_cpu_trl.py OUT " + " ".join(f"--{k.replace('_', '-')} {v}" for k, v in vars(a).items() if k != "out"),
+               command="python scripts/bench_cpu_trl.py OUT " + " ".join(f"--{k.replace('_', '-')}" + ("" if v is True else f" {v}")
+                                                                  for k, v in vars(a).items() if k != "out" and v is not False),
                torch=torch.__version__, trl_version=_trl.__version__, dtype=str(run_dtype(a.dtype, "cpu")).removeprefix("torch."))
     with Executor() as ex:
         pot = make_potential("no_error", ex)

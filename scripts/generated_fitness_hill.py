@@ -3,13 +3,14 @@ passed (programs.generated_tests). Reads published/h200_calibration_v2/records.p
 a program); grades each completion on its task's generated tests in the sandbox (~35 s on 2 cores).
 Writes hill.csv (both fitnesses' buckets), programs.csv (each program's counts), config.json and README.md into OUT.
 Usage: .venv/bin/python scripts/generated_fitness_hill.py [OUT [records.parquet]]   (OUT default: published/cpu_generated_fitness_hill)"""
-import argparse, ast, json, subprocess, sys, time
+import argparse, ast, sys
 from pathlib import Path
 import pandas as pd
 from proposal_nb.programs.generated_tests import GeneratedFitness, load_tests
 from proposal_nb.programs.sandbox import Executor
 from proposal_nb.programs.tasks import load_embedded
 from proposal_nb.analysis.calibration import hill_table
+from proposal_nb.results import write_bench_config
 
 
 def bundle_tasks(d: pd.DataFrame, gen: dict) -> dict:
@@ -41,13 +42,9 @@ def main(out="published/cpu_generated_fitness_hill", path="published/h200_calibr
     out = Path(out); out.mkdir(parents=True, exist_ok=True)
     hill[["fitness", *cols]].to_csv(out / "hill.csv", index=False, float_format="%.4f")
     one.assign(generated_passed=passed, generated_total=total).to_csv(out / "programs.csv", index=False)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    (out / "config.json").write_text(json.dumps(dict(
-        kind="generated_fitness_hill", records=path, programs=len(one), tasks=int(one.task_id.nunique()),
-        machine="the project's 2-core x86_64 CPU machine (sandbox workers 2), shared with other work",
-        date=time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()), commit=commit,
-        command=f"python scripts/generated_fitness_hill.py {out} {path}",
-        user_command=f".venv/bin/python scripts/generated_fitness_hill.py {out} {path}"), indent=1))
+    write_bench_config(["scripts/generated_fitness_hill.py", str(out), str(path)],
+                       "the project's 2-core x86_64 CPU machine (sandbox workers 2), shared with other work",
+                       kind="generated_fitness_hill", records=str(path), programs=len(one), tasks=int(one.task_id.nunique()))
     mid = hill[(hill.fitness == "generated tests") & ~hill.bucket.isin(["0", "all"])].programs.sum()
     table = "\n".join(f"| {r.fitness} | {r.bucket} | {r.programs} | {r.pass_rate:.3f} |" if r.programs else f"| {r.fitness} | {r.bucket} | 0 | – |"
                       for r in hill.itertuples())

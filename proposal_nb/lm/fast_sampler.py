@@ -86,12 +86,21 @@ def pack_weight(w:torch.Tensor, # [out, in] weight
     "A copy of `w` in oneDNN's blocked layout, for `_linear` (packing once per refresh, not inside every product)."
     return torch.ops.mkldnn._reorder_linear_weight(w, rows)
 
+if not hasattr(torch.ops.proposal_nb, "packed_linear"):     # once per process (a notebook may define it again)
+    # the oneDNN product as an op of our own: torch.compile keeps it whole and fuses the layer's other operations around
+    # it (inductor lowers the raw op only for weights frozen into the graph, and here they change at every refresh)
+    torch.library.define("proposal_nb::packed_linear", "(Tensor x, Tensor p, Tensor? b) -> Tensor")
+    torch.library.impl("proposal_nb::packed_linear", "CompositeExplicitAutograd",
+                       lambda x, p, b: torch.ops.mkldnn._linear_pointwise(x, p, b, "none", [], ""))
+    torch.library.register_fake("proposal_nb::packed_linear", lambda x, p, b: x.new_empty(x.shape[0], p.shape[0]))
+
 def packed_linear(x, # [..., in]
                   p:torch.Tensor, # a weight from pack_weight
                   b:torch.Tensor|None, # bias
                  )->torch.Tensor: # [..., out]
-    "x Wᵀ + b with W packed by `pack_weight` (oneDNN)."
-    y = torch.ops.mkldnn._linear_pointwise(x.reshape(-1, x.shape[-1]), p, b, "none", [], "")
+    "x Wᵀ + b with W packed by `pack_weight` (oneDNN); under torch.compile through the op `proposal_nb::packed_linear`."
+    x2 = x.reshape(-1, x.shape[-1])
+    y = torch.ops.proposal_nb.packed_linear(x2, p, b) if torch.compiler.is_compiling() else torch.ops.mkldnn._linear_pointwise(x2, p, b, "none", [], "")
     return y.view(*x.shape[:-1], y.shape[-1])
 
 def _linear(x, w:dict, name:str):
@@ -175,7 +184,7 @@ class FastSampler:
                  stop:StopRule|None=None, # eos / fence tables; None: fixed length unless `sample` names a stop id
                  config:DecodingConfig=DecodingConfig(), # the distribution drawn (any non-greedy config, e.g. a card sampler's)
                  prompt_end:int|None=None, # cache column where every prompt ends (a fixed layout: a row's numerics depend on it alone); None: the call's longest prompt
-                 pack:bool|None=None, # the decode step's products on oneDNN-prepacked weight copies; None: where `packs_weights` and the CPU multiplies bf16 natively, not compiled
+                 pack:bool|None=None, # the decode step's products on oneDNN-prepacked weight copies; None: where `packs_weights` and the CPU multiplies bf16 natively
                 ):
         why = fast_support(model)
         if why: raise ValueError(why)
@@ -209,7 +218,7 @@ class FastSampler:
         self.pad_id = 0
         self._layer = decode_layer
         if compile: self._layer = torch.compile(decode_layer, **({"dynamic": False} | (compile if isinstance(compile, dict) else {})))
-        self.pack = packs_weights(dev, dt) and native_bf16() and not compile if pack is None else pack
+        self.pack = packs_weights(dev, dt) and native_bf16() if pack is None else pack
         if self.pack and not packs_weights(dev, dt): raise ValueError(f"pack=True needs a CPU, bf16 and torch's oneDNN linear ops; got {dev}, {dt}")
         plain_head = type(self.head) is torch.nn.Linear                   # not adapted: packed once
         self._head_p = pack_weight(self.head.weight.detach(), batch) if self.pack and plain_head else None
