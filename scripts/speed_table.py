@@ -55,7 +55,11 @@ TRL_RUNS = [("cpu_loop_vs_trl", "bench_cpu_trl.json", "float32, packed scoring")
             ("cpu_loop_vs_trl_prefix", "bench_cpu_trl.json", "float32, prefix scoring"),
             ("cpu_loop_vs_trl_bf16", "bench_cpu_trl_before.json", "bf16 both sides, float32 log p"),
             ("cpu_loop_vs_trl_bf16", "bench_cpu_trl.json", "bf16 both sides, fixed-shape log p"),
-            ("cpu_loop_vs_trl_bf16", "bench_cpu_trl_repeat.json", "the same, repeated")]
+            ("cpu_loop_vs_trl_bf16", "bench_cpu_trl_repeat.json", "the same, repeated"),
+            ("cpu_loop_vs_trl_xeon", "bench_cpu_trl_default_1.json", "bf16, Intel Xeon (the rows above: AMD EPYC)"),
+            ("cpu_loop_vs_trl_xeon", "bench_cpu_trl_compile_1.json", "the same, decode layer compiled on packed products"),
+            ("cpu_loop_vs_trl_xeon", "bench_cpu_trl_default_2.json", "the same, default again"),
+            ("cpu_loop_vs_trl_xeon", "bench_cpu_trl_compile_2.json", "the same, compiled again")]
 FIGURES = [(f"CPU loop / TRL GRPOTrainer, per {u}", (LE, 0.5), [(f, n, key(f"ours_over_trl_per_{u}_s"), w) for f, n, w in TRL_RUNS])
            for u in ("sample", "token")] + [
     ("Main job from a fresh clone with set-up, s (2-core CPU)", (LE, 1200), [
