@@ -27,7 +27,7 @@ from pathlib import Path
 SMOLLM2_135M = dict(hidden_size=576, intermediate_size=1536, num_hidden_layers=30, num_attention_heads=9, num_key_value_heads=3,
                     vocab_size=49152, max_position_embeddings=8192, rope_theta=100000.0, rms_norm_eps=1e-5, tie_word_embeddings=True)
 KINDS = (("attention", ("flash", "fmha", "attention", "sdpa")), ("matmul", ("gemm", "nvjet", "cutlass", "xmma", "splitk", "cublas")),
-         ("copy", ("memcpy", "memset", "copy", "cat")), ("reduction", ("reduce", "softmax", "norm", "logsumexp")))
+         ("copy", ("memcpy", "memset", "copy", "catarray")), ("reduction", ("reduce", "softmax", "norm", "logsumexp")))
 
 
 def kind(name:str)->str:

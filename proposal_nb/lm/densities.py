@@ -213,7 +213,9 @@ def head_token_logprobs(head:torch.nn.Module, # the LM head (an nn.Linear)
     "log softmax(head(h))[tgt] in float32, the head `head_tokens` tokens at a time; what -cross_entropy gives, from less memory."
     k = head_tokens or max(1, HEAD_BYTES // (4 * head.weight.shape[0]))
     if torch.is_grad_enabled() and (h.requires_grad or any(p.requires_grad for p in head.parameters())):
-        return _HeadLogProbs.apply(h, head.weight, head.bias, head, tgt, k)
+        if type(head) is torch.nn.Linear: return _HeadLogProbs.apply(h, head.weight, head.bias, head, tgt, k)
+        # any other head (an adapter on it, say): autograd through it, which keeps the float32 log-softmax
+        return torch.cat([-F.cross_entropy(head(h[s:s + k]).float(), tgt[s:s + k], reduction="none") for s in range(0, len(tgt), k)])
     return torch.cat([head(h[s:s + k]).float().log_softmax(-1).gather(-1, tgt[s:s + k, None])[:, 0] for s in range(0, len(tgt), k)])
 
 
