@@ -70,6 +70,7 @@ FIGURES = [(f"CPU loop / TRL GRPOTrainer, per {u}", (LE, 0.5), [(f, n, key(f"our
         ("cpu_main_job_keyed", "fresh_clone_05ecfd2_console.txt", console_seconds, "the keyed draw 4 rows at a time, the same Intel Xeon"),
         ("cpu_main_job_keyed", "fresh_clone_8270b40_console.txt", console_seconds, "evaluation re-sized to 25 x 20 draws, the same Intel Xeon"),
         ("cpu_main_job_shrink", "fresh_clone_0955a0b_console.txt", console_seconds, "draws drop stopped rows, 25 x 20 draws, the same Intel Xeon"),
+        ("cpu_main_job_head", "fresh_clone_4c1ad2c_console.txt", console_seconds, "the LM head a chunk at a time, the same Intel Xeon"),
     ]),
     ("Main job: training steps per arm", (GE, 40), [
         ("cpu_main_job_bf16", "main_job.json", key("before_fp32", "arms", "iguana", "steps"), "before the re-sizing", BEFORE_FP32),
@@ -78,6 +79,7 @@ FIGURES = [(f"CPU loop / TRL GRPOTrainer, per {u}", (LE, 0.5), [(f, n, key(f"our
         ("cpu_main_job_packed", "main_job.json", key("fresh_clone_cae1229", "arms", "iguana", "steps"), "iguana (msc the same), Intel Xeon, prepacked"),
         ("cpu_main_job_keyed", "main_job.json", key("fresh_clone_8270b40", "arms", "iguana", "steps"), "iguana (msc the same), Intel Xeon, re-sized evaluation"),
         ("cpu_main_job_shrink", "main_job.json", key("fresh_clone_0955a0b", "arms", "iguana", "steps"), "iguana (msc the same), Intel Xeon, draws drop stopped rows"),
+        ("cpu_main_job_head", "main_job.json", key("fresh_clone_4c1ad2c", "arms", "iguana", "steps"), "iguana (msc the same), Intel Xeon, the LM head a chunk at a time"),
     ]),
     ("Main job: paired validity half-width, IGUANA - base", (LE, 0.07), [
         ("cpu_main_job_bf16", "before_fp32_eval_paired.csv", halfwidth("iguana"), "before the re-sizing: 12 x 6 draws", BEFORE_FP32),
@@ -87,6 +89,7 @@ FIGURES = [(f"CPU loop / TRL GRPOTrainer, per {u}", (LE, 0.5), [(f, n, key(f"our
         ("cpu_main_job_keyed", "fresh_clone_05ecfd2_eval_paired.csv", halfwidth("iguana"), "the same draws, keyed draw 4 rows at a time"),
         ("cpu_main_job_keyed", "fresh_clone_8270b40_eval_paired.csv", halfwidth("iguana"), "25 prompts x 20 draws, Intel Xeon"),
         ("cpu_main_job_shrink", "fresh_clone_0955a0b_eval_paired.csv", halfwidth("iguana"), "the same draws, dropping stopped rows"),
+        ("cpu_main_job_head", "fresh_clone_4c1ad2c_eval_paired.csv", halfwidth("iguana"), "the same results, the LM head a chunk at a time"),
     ]),
     ("Main job: paired validity half-width, MSC - base", (LE, 0.07), [
         ("cpu_main_job_bf16", "before_fp32_eval_paired.csv", halfwidth("msc"), "before the re-sizing: 12 x 6 draws", BEFORE_FP32),
@@ -96,6 +99,7 @@ FIGURES = [(f"CPU loop / TRL GRPOTrainer, per {u}", (LE, 0.5), [(f, n, key(f"our
         ("cpu_main_job_keyed", "fresh_clone_05ecfd2_eval_paired.csv", halfwidth("msc"), "the same draws, keyed draw 4 rows at a time"),
         ("cpu_main_job_keyed", "fresh_clone_8270b40_eval_paired.csv", halfwidth("msc"), "25 prompts x 20 draws, Intel Xeon"),
         ("cpu_main_job_shrink", "fresh_clone_0955a0b_eval_paired.csv", halfwidth("msc"), "the same draws, dropping stopped rows"),
+        ("cpu_main_job_head", "fresh_clone_4c1ad2c_eval_paired.csv", halfwidth("msc"), "the same results, the LM head a chunk at a time"),
     ]),
     ("H200 embedded loop, IGUANA 8 prompts x M = 10, s a sample (all phases)", (LE, 0.015), [
         ("h200_fast_loop", "bench_loop.json", key("engines", "fast", "total_per_sample_s"), "fast engine, mean over 24 steps"),
